@@ -1,0 +1,95 @@
+// Wiring only: config → logger/metrics → storage → retrieval → services → one-port server.
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import type { Config } from "./platform/config.js";
+import { createLogger, type Logger } from "./platform/logger.js";
+import { createMetrics, type Metrics } from "./platform/metrics.js";
+import { Readiness } from "./platform/readiness.js";
+import { openStorage } from "./storage/database.js";
+import { UserStore } from "./storage/user-store.js";
+import { EntryStore } from "./storage/entry-store.js";
+import { Authenticator } from "./auth/authenticator.js";
+import { HashedEmbedder } from "./retrieval/embedders/hashed-embedder.js";
+import { RecallSearch } from "./retrieval/recall-search.js";
+import { authInterceptor } from "./transport/interceptors/auth.js";
+import { observeInterceptor } from "./transport/interceptors/observe.js";
+import { createRouter, requestListener } from "./transport/rpc-router.js";
+import { HttpGateway } from "./transport/gateway/gateway.js";
+import { listenOnePort } from "./transport/one-port-server.js";
+import { healthService } from "./services/health/health-service.js";
+import { authService } from "./services/auth/auth-service.js";
+import { memoryService } from "./services/memory/memory-service.js";
+import { reflectionService } from "./services/reflection/reflection-service.js";
+import { HealthService } from "../gen/engram/v2/health_service_pb.js";
+import { AuthService } from "../gen/engram/v2/auth_service_pb.js";
+import { MemoryService } from "../gen/engram/v2/memory_service_pb.js";
+import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
+import { PLANNED_SERVICES } from "./services/planned.js";
+
+export interface Engram {
+  readonly port: number;
+  readonly readiness: Readiness;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly logger?: Logger;
+}
+
+export async function startEngram(config: Config, options: StartOptions = {}): Promise<Engram> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const metrics = createMetrics();
+  const readiness = new Readiness();
+  const storage = openStorage(config.dataDir);
+  const users = new UserStore(storage);
+  const entries = new EntryStore(storage);
+  const authenticator = new Authenticator(users, config.instanceTag, config.adminKey);
+  await authenticator.bootstrap(config.dataDir, logger);
+
+  const embedder = new HashedEmbedder();
+  const search = new RecallSearch(entries, embedder);
+
+  const router = createRouter([observeInterceptor(logger, metrics), authInterceptor(authenticator)], config.maxRequestBytes);
+  const served: DescService[] = [HealthService, AuthService, MemoryService, ...PLANNED_SERVICES];
+  registerServices(router, {
+    health: healthService(readiness, metrics),
+    auth: authService(users, config.instanceTag),
+    memory: memoryService(entries, embedder, search, metrics),
+  });
+  router.service(ServerReflection, reflectionService(served));
+
+  const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
+  const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host);
+  logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
+  // Start-up work that later layers add (ACL rebuild, sparse prewarm) runs here while /readyz answers 503.
+  readiness.markReady();
+
+  return {
+    port: server.port,
+    readiness,
+    metrics,
+    logger,
+    async close() {
+      await server.close();
+      await storage.close();
+    },
+  };
+
+  function registerServices(
+    r: ConnectRouter,
+    impls: {
+      health: ReturnType<typeof healthService>;
+      auth: ReturnType<typeof authService>;
+      memory: ReturnType<typeof memoryService>;
+    },
+  ): void {
+    r.service(HealthService, impls.health);
+    r.service(AuthService, impls.auth);
+    r.service(MemoryService, impls.memory);
+    // Routes whose logic a later issue builds: registered with no implementation, so they answer
+    // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
+    for (const service of PLANNED_SERVICES) r.service(service, {});
+  }
+}

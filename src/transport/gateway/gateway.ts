@@ -1,0 +1,200 @@
+// The HTTP/JSON gateway: routes built at start-up from google.api.http options, dispatched in-process to the
+// same Connect handlers (and so the same interceptors) that serve gRPC and Connect.
+import type http from "node:http";
+import type http2 from "node:http2";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import {
+  encodeEnvelope,
+  pipe,
+  transformSplitEnvelope,
+  type UniversalHandler,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
+import { endStreamFlag } from "@connectrpc/connect/protocol-connect";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { codeFromName, HTTP_STATUS_HEADER, httpStatusOf } from "../../platform/errors.js";
+import type { Logger } from "../../platform/logger.js";
+import { viaGatewayKey } from "../call-context.js";
+import { bindingsOf, RouteTable, type HttpBinding } from "./http-rule.js";
+import { requestJson } from "./request-json.js";
+import { HttpResponder, type NodeResponse } from "./responder.js";
+import { sendError } from "./error-body.js";
+import { SSE_KEEPALIVE, sseData } from "./sse.js";
+
+type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
+
+const KEEPALIVE_MS = 15_000;
+const decoder = new TextDecoder();
+
+class BodyTooLarge extends Error {}
+
+async function readBody(req: NodeRequest, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new BodyTooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The HTTP status a service asked for with HTTP_STATUS_HEADER, if any. */
+function requestedStatus(header: Headers | undefined): number | undefined {
+  const status = Number(header?.get(HTTP_STATUS_HEADER));
+  return Number.isInteger(status) && status >= 200 && status <= 599 ? status : undefined;
+}
+
+async function collect(body: AsyncIterable<Uint8Array> | undefined): Promise<Uint8Array> {
+  if (body === undefined) return new Uint8Array(0);
+  const parts: Uint8Array[] = [];
+  for await (const part of body) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+interface ConnectErrorJson {
+  code?: string;
+  message?: string;
+  details?: unknown[];
+}
+
+export class HttpGateway {
+  readonly #routes: RouteTable;
+  readonly #handlers: Map<string, UniversalHandler>;
+  readonly #maxBodyBytes: number;
+  readonly #logger: Logger;
+
+  constructor(handlers: readonly UniversalHandler[], maxBodyBytes: number, logger: Logger) {
+    // A method has one handler per protocol set; the Connect-protocol one is what the gateway speaks.
+    this.#handlers = new Map(handlers.map((h) => [`${h.service.typeName}/${h.method.name}`, h]));
+    const bindings: HttpBinding[] = [];
+    for (const handler of this.#handlers.values()) bindings.push(...bindingsOf(handler.method));
+    this.#routes = new RouteTable(bindings);
+    this.#maxBodyBytes = maxBodyBytes;
+    this.#logger = logger;
+  }
+
+  async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const out = new HttpResponder(res);
+    try {
+      await this.#dispatch(req, out);
+    } catch (e: unknown) {
+      if (e instanceof BodyTooLarge) {
+        sendError(out, Code.ResourceExhausted, `request body is larger than ${this.#maxBodyBytes} bytes`, 413);
+      } else if (e instanceof ConnectError) {
+        sendError(out, e.code, e.rawMessage);
+      } else {
+        this.#logger.error({ err: e }, "gateway failure");
+        sendError(out, Code.Internal, "internal error");
+      }
+    }
+  }
+
+  async #dispatch(req: NodeRequest, out: HttpResponder): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://gateway");
+    const verb = (req.method ?? "GET").toUpperCase();
+    const match = this.#routes.match(verb, url.pathname);
+    if (match === undefined) {
+      sendError(out, Code.NotFound, `no route for ${verb} ${url.pathname}`);
+      return;
+    }
+    if (match === "method_not_allowed") {
+      sendError(out, Code.Unimplemented, `${verb} is not allowed on ${url.pathname}`, 405);
+      return;
+    }
+    const { binding, pathParams } = match;
+    const body = verb === "GET" || verb === "DELETE" ? Buffer.alloc(0) : await readBody(req, this.#maxBodyBytes);
+    const json = requestJson(binding, { body, pathParams, query: url.searchParams });
+    const handler = this.#handlers.get(`${binding.method.parent.typeName}/${binding.method.name}`);
+    if (handler === undefined) throw new ConnectError(`no handler for ${binding.template}`, Code.Internal);
+    const abort = new AbortController();
+    out.onClose(() => abort.abort());
+    const header = new Headers({ "connect-protocol-version": "1" });
+    const authorization = req.headers["authorization"];
+    if (typeof authorization === "string") header.set("authorization", authorization);
+    const request = {
+      httpVersion: "1.1",
+      url: `http://gateway${handler.requestPath}`,
+      method: "POST",
+      header,
+      signal: abort.signal,
+      contextValues: createContextValues().set(viaGatewayKey, true),
+    };
+    if (binding.method.methodKind === "server_streaming") {
+      header.set("content-type", "application/connect+json");
+      const envelope = encodeEnvelope(0, new TextEncoder().encode(JSON.stringify(json)));
+      const response = await handler({ ...request, body: (async function* () { yield envelope; })() });
+      await this.#stream(response, out);
+    } else {
+      header.set("content-type", "application/json");
+      await this.#unary(binding, await handler({ ...request, body: json }), out);
+    }
+  }
+
+  async #unary(binding: HttpBinding, response: UniversalServerResponse, out: HttpResponder): Promise<void> {
+    const bytes = await collect(response.body);
+    if (response.status !== 200) {
+      const error = JSON.parse(decoder.decode(bytes)) as ConnectErrorJson;
+      this.#sendConnectError(error, response.header, out);
+      return;
+    }
+    const status = requestedStatus(response.header) ?? 200;
+    if (binding.responseBody === "") {
+      out.send(status, "application/json", bytes);
+      return;
+    }
+    const value = (JSON.parse(decoder.decode(bytes)) as JsonObject)[binding.responseBody];
+    if (binding.method.output.field[binding.responseBody]?.message?.typeName === "google.api.HttpBody") {
+      const httpBody = (value ?? {}) as { content_type?: string; data?: string };
+      out.send(status, httpBody.content_type || "application/octet-stream", Buffer.from(httpBody.data ?? "", "base64"));
+    } else {
+      out.send(status, "application/json", JSON.stringify(value ?? null));
+    }
+  }
+
+  #sendConnectError(error: ConnectErrorJson, header: Headers | undefined, out: HttpResponder): void {
+    const code = codeFromName(error.code ?? "unknown");
+    out.send(
+      requestedStatus(header) ?? httpStatusOf(code),
+      "application/json",
+      JSON.stringify({ code: error.code ?? "unknown", message: error.message ?? "", details: error.details ?? [] }),
+    );
+  }
+
+  /** Relays a Connect server stream as SSE. Errors before the first message are plain HTTP errors. */
+  async #stream(response: UniversalServerResponse, out: HttpResponder): Promise<void> {
+    if (response.status !== 200) {
+      this.#sendConnectError(JSON.parse(decoder.decode(await collect(response.body))) as ConnectErrorJson, response.header, out);
+      return;
+    }
+    let opened = false;
+    let keepalive: NodeJS.Timeout | undefined;
+    try {
+      for await (const envelope of pipe(response.body ?? (async function* () {})(), transformSplitEnvelope(this.#maxBodyBytes))) {
+        const text = decoder.decode(envelope.data);
+        if ((envelope.flags & endStreamFlag) === endStreamFlag) {
+          const end = JSON.parse(text) as { error?: ConnectErrorJson };
+          if (end.error !== undefined) {
+            if (!opened) {
+              this.#sendConnectError(end.error, response.header, out);
+              return;
+            }
+            out.write(sseData(JSON.stringify({ type: "error", code: end.error.code, message: end.error.message })));
+          }
+          break;
+        }
+        if (!opened) {
+          out.openEventStream();
+          opened = true;
+          keepalive = setInterval(() => out.write(SSE_KEEPALIVE), KEEPALIVE_MS);
+          keepalive.unref();
+        }
+        out.write(sseData(text));
+      }
+      if (!opened) out.openEventStream();
+      out.end();
+    } finally {
+      if (keepalive !== undefined) clearInterval(keepalive);
+    }
+  }
+}

@@ -1,0 +1,16 @@
+// Authenticates every RPC except the public probes and puts the caller in the context values.
+import type { Interceptor } from "@connectrpc/connect";
+import type { Authenticator } from "../../auth/authenticator.js";
+import { principalKey } from "../../auth/principal.js";
+
+/** Services served without an API key: the health probes and gRPC reflection. */
+const PUBLIC_SERVICES = new Set(["engram.v2.HealthService", "grpc.reflection.v1.ServerReflection"]);
+
+export function authInterceptor(authenticator: Authenticator): Interceptor {
+  return (next) => async (req) => {
+    if (!PUBLIC_SERVICES.has(req.service.typeName)) {
+      req.contextValues.set(principalKey, authenticator.authenticate(req.header.get("authorization")));
+    }
+    return next(req);
+  };
+}
