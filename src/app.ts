@@ -1,6 +1,5 @@
 // Wiring only: config → logger/metrics → storage → retrieval → services → one-port server.
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter } from "@connectrpc/connect";
 import type { Config } from "./platform/config.js";
 import { createLogger, type Logger } from "./platform/logger.js";
 import { createMetrics, type Metrics } from "./platform/metrics.js";
@@ -20,9 +19,14 @@ import { healthService } from "./services/health/health-service.js";
 import { authService } from "./services/auth/auth-service.js";
 import { memoryService } from "./services/memory/memory-service.js";
 import { reflectionService } from "./services/reflection/reflection-service.js";
+import { eventsService } from "./services/events/events-service.js";
+import { coreService } from "./services/core/core-service.js";
+import { EventBus } from "./events/event-bus.js";
 import { HealthService } from "../gen/engram/v2/health_service_pb.js";
 import { AuthService } from "../gen/engram/v2/auth_service_pb.js";
 import { MemoryService } from "../gen/engram/v2/memory_service_pb.js";
+import { EventsService } from "../gen/engram/v2/events_service_pb.js";
+import { CoreService } from "../gen/engram/v2/core_service_pb.js";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { PLANNED_SERVICES } from "./services/planned.js";
 
@@ -48,16 +52,20 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const authenticator = new Authenticator(users, config.instanceTag, config.adminKey);
   await authenticator.bootstrap(config.dataDir, logger);
 
+  const events = new EventBus();
   const embedder = new HashedEmbedder();
   const search = new RecallSearch(entries, embedder);
 
   const router = createRouter([observeInterceptor(logger, metrics), authInterceptor(authenticator)], config.maxRequestBytes);
-  const served: DescService[] = [HealthService, AuthService, MemoryService, ...PLANNED_SERVICES];
-  registerServices(router, {
-    health: healthService(readiness, metrics),
-    auth: authService(users, config.instanceTag),
-    memory: memoryService(entries, embedder, search, metrics),
-  });
+  router.service(HealthService, healthService(readiness, metrics));
+  router.service(AuthService, authService(users, config.instanceTag));
+  router.service(MemoryService, memoryService(entries, embedder, search, events, metrics));
+  router.service(EventsService, eventsService(events));
+  router.service(CoreService, coreService());
+  // Routes whose logic a later issue builds: registered without an implementation, so they answer
+  // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
+  for (const service of PLANNED_SERVICES) router.service(service, {});
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, ...PLANNED_SERVICES];
   router.service(ServerReflection, reflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
@@ -77,19 +85,4 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     },
   };
 
-  function registerServices(
-    r: ConnectRouter,
-    impls: {
-      health: ReturnType<typeof healthService>;
-      auth: ReturnType<typeof authService>;
-      memory: ReturnType<typeof memoryService>;
-    },
-  ): void {
-    r.service(HealthService, impls.health);
-    r.service(AuthService, impls.auth);
-    r.service(MemoryService, impls.memory);
-    // Routes whose logic a later issue builds: registered with no implementation, so they answer
-    // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
-    for (const service of PLANNED_SERVICES) r.service(service, {});
-  }
 }

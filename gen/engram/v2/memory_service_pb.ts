@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/memory_service.proto.
  */
 export const file_engram_v2_memory_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5lbmdyYW0vdjIvbWVtb3J5X3NlcnZpY2UucHJvdG8SCWVuZ3JhbS52MiLDAQoPUmVtZW1iZXJSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRIPCgdjb250ZW50GAQgASgJEg4KBmludGVudBgFIAEoCRIUCgxsZXNzb25fc2NvcGUYBiABKAkSEgoKaW1wb3J0YW5jZRgHIAEoCRIVCg1tZXRhZGF0YV9qc29uGAggASgJEhcKD29jY3VycmVuY2VfdGltZRgJIAEoAyJxChBSZW1lbWJlclJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEAoIZW50cnlfaWQYAiABKAkSEgoKZW50cnlfdHlwZRgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkizAEKDVJlY2FsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEg0KBXF1ZXJ5GAQgASgJEhMKC2VudHJ5X3R5cGVzGAUgAygJEg0KBWxpbWl0GAYgASgNEg4KBmJ1ZGdldBgHIAEoCRITCgtsYW5lX2ZpbHRlchgIIAEoCRIVCg1taW5fdGltZXN0YW1wGAkgASgDEhUKDW1heF90aW1lc3RhbXAYCiABKAMihwEKDlJlY2FsbFJlc3BvbnNlEhQKDGZpbmFsX2Fuc3dlchgBIAEoCRISCgpjb25maWRlbmNlGAIgASgBEgwKBG1vZGUYAyABKAkSKgoIZXZpZGVuY2UYBCADKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZRIRCgljaXRhdGlvbnMYBSADKA0izAIKDVF1ZXJ5RXZpZGVuY2USCgoCaWQYASABKAkSDwoHY29udGVudBgCIAEoCRINCgVzY29yZRgDIAEoARIQCghpc19zdGFsZRgEIAEoCBIVCg1zdXBlcnNlZGVkX2J5GAUgASgJEhYKDnJldHJpZXZhbF9tb2RlGAYgASgJEhQKDHJlZmVyZW5jZV9pZBgHIAEoCRIVCg1yZWZlcmVuY2VhYmxlGAggASgIEhkKEW9yaWdpbl9lbnRyeV90eXBlGAkgASgJEg4KBnJ1bl9pZBgKIAEoCRISCgplbnRyeV90eXBlGAsgASgJEhUKDW1ldGFkYXRhX2pzb24YDCABKAkSEAoIYWdlbnRfaWQYDSABKAkSDAoEbGFuZRgOIAEoCRIXCg9vY2N1cnJlbmNlX3RpbWUYDyABKAMSEgoKY3JlYXRlZF9hdBgQIAEoCTLTAQoNTWVtb3J5U2VydmljZRJkCghSZW1lbWJlchIaLmVuZ3JhbS52Mi5SZW1lbWJlclJlcXVlc3QaGy5lbmdyYW0udjIuUmVtZW1iZXJSZXNwb25zZSIfgtPkkwIZOgEqIhQvdjIvY29udHJvbC9yZW1lbWJlchJcCgZSZWNhbGwSGC5lbmdyYW0udjIuUmVjYWxsUmVxdWVzdBoZLmVuZ3JhbS52Mi5SZWNhbGxSZXNwb25zZSIdgtPkkwIXOgEqIhIvdjIvY29udHJvbC9yZWNhbGxiBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("Ch5lbmdyYW0vdjIvbWVtb3J5X3NlcnZpY2UucHJvdG8SCWVuZ3JhbS52MiLDAQoPUmVtZW1iZXJSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRIPCgdjb250ZW50GAQgASgJEg4KBmludGVudBgFIAEoCRIUCgxsZXNzb25fc2NvcGUYBiABKAkSEgoKaW1wb3J0YW5jZRgHIAEoCRIVCg1tZXRhZGF0YV9qc29uGAggASgJEhcKD29jY3VycmVuY2VfdGltZRgJIAEoAyJxChBSZW1lbWJlclJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEAoIZW50cnlfaWQYAiABKAkSEgoKZW50cnlfdHlwZRgDIAEoCRISCgpzZXNzaW9uX2lkGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkizAEKDVJlY2FsbFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEg0KBXF1ZXJ5GAQgASgJEhMKC2VudHJ5X3R5cGVzGAUgAygJEg0KBWxpbWl0GAYgASgNEg4KBmJ1ZGdldBgHIAEoCRITCgtsYW5lX2ZpbHRlchgIIAEoCRIVCg1taW5fdGltZXN0YW1wGAkgASgDEhUKDW1heF90aW1lc3RhbXAYCiABKAMihwEKDlJlY2FsbFJlc3BvbnNlEhQKDGZpbmFsX2Fuc3dlchgBIAEoCRISCgpjb25maWRlbmNlGAIgASgBEgwKBG1vZGUYAyABKAkSKgoIZXZpZGVuY2UYBCADKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZRIRCgljaXRhdGlvbnMYBSADKA0iggEKDUluZ2VzdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCRIQCghwYXJhbGxlbBgEIAEoCBIkCgVpdGVtcxgFIAMoCzIVLmVuZ3JhbS52Mi5Jbmdlc3RJdGVtIlgKDkluZ2VzdFJlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEg4KBmpvYl9pZBgCIAEoCRIUCgxkZWR1cGxpY2F0ZWQYAyABKAgSDgoGc3RhdHVzGAQgASgJInYKEkJhdGNoSW5zZXJ0UmVxdWVzdBIOCgZydW5faWQYASABKAkSKQoFaXRlbXMYAiADKAsyGi5lbmdyYW0udjIuQmF0Y2hJbnNlcnRJdGVtEhMKC2RlZHVwbGljYXRlGAMgASgIEhAKCGFnZW50X2lkGAQgASgJIpEBChNCYXRjaEluc2VydFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSDQoFY291bnQYAiABKA0SEQoJZW50cnlfaWRzGAMgAygJEjYKDGl0ZW1fcmVzdWx0cxgEIAMoCzIgLmVuZ3JhbS52Mi5CYXRjaEluc2VydEl0ZW1SZXN1bHQSDwoHbWVzc2FnZRgFIAEoCSI1ChNHZXRJbmdlc3RKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkisgIKFEdldEluZ2VzdEpvYlJlc3BvbnNlEg4KBmpvYl9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEgwKBGRvbmUYBCABKAgSDQoFZXJyb3IYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRISCgpzdGFydGVkX2F0GAcgASgJEhMKC2ZpbmlzaGVkX2F0GAggASgJEi4KBnRyYWNlcxgJIAMoCzIeLmVuZ3JhbS52Mi5Jbmdlc3REZWNpc2lvblRyYWNlEg8KB29yZGVyZWQYCiABKAgSFAoMZGVkdXBsaWNhdGVkGAsgASgIEhIKCml0ZW1fY291bnQYDCABKA0SEwoLZW50cnlfY291bnQYDSABKA0SEAoIYWdlbnRfaWQYDiABKAkiJwoVR2V0SW5nZXN0U3RhdHNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCSKVAwoWR2V0SW5nZXN0U3RhdHNSZXNwb25zZRIOCgZydW5faWQYASABKAkSFgoOdG90YWxfaW5nZXN0ZWQYAiABKA0SPgoHYnlfdHlwZRgDIAMoCzItLmVuZ3JhbS52Mi5HZXRJbmdlc3RTdGF0c1Jlc3BvbnNlLkJ5VHlwZUVudHJ5EhYKDmxhc3RfaW5nZXN0X2F0GAQgASgJEhIKCnRvdGFsX2pvYnMYBSABKA0SFgoOY29tcGxldGVkX2pvYnMYBiABKA0SEwoLZmFpbGVkX2pvYnMYByABKA0SGQoRZGVkdXBsaWNhdGVkX2pvYnMYCCABKA0SEwoLdG90YWxfaXRlbXMYCSABKA0SKwoGYWdlbnRzGAogAygLMhsuZW5ncmFtLnYyLkluZ2VzdEFnZW50U3RhdHMSFwoPc3RhdHNfYXZhaWxhYmxlGAsgASgIEhUKDXN0YXR1c19yZWFzb24YDCABKAkaLQoLQnlUeXBlRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgNOgI4ASK6AwoMUXVlcnlSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRIOCgZzY2hlbWEYAyABKAkSDAoEbW9kZRgEIAEoCRITCgtkaXJlY3RfbGFuZRgFIAEoCRIbChNpbmNsdWRlX2xpbmtlZF9ydW5zGAYgASgIEg0KBWxpbWl0GAcgASgNEhEKCWVtYmVkZGluZxgIIAMoAhITCgtlbnRyeV90eXBlcxgJIAMoCRIjChZpbmNsdWRlX3dvcmtpbmdfbWVtb3J5GAogASgISACIAQESDwoHdXNlcl9pZBgLIAEoCRIQCghhZ2VudF9pZBgMIAEoCRITCgtsYW5lX2ZpbHRlchgNIAEoCRIVCg1taW5fdGltZXN0YW1wGA4gASgDEhUKDW1heF90aW1lc3RhbXAYDyABKAMSDgoGYnVkZ2V0GBAgASgJEg8KB3JhbmtfYnkYESABKAkSDwoHZXhwbGFpbhgSIAEoCBIaChJwcmVmZXJfY3VycmVudF9ydW4YEyABKAgSEAoIZW52X3RhZ3MYFCADKAlCGQoXX2luY2x1ZGVfd29ya2luZ19tZW1vcnkiyQEKDVF1ZXJ5UmVzcG9uc2USFAoMZmluYWxfYW5zd2VyGAEgASgJEhIKCmNvbmZpZGVuY2UYAiABKAESDAoEbW9kZRgDIAEoCRIqCghldmlkZW5jZRgEIAMoCzIYLmVuZ3JhbS52Mi5RdWVyeUV2aWRlbmNlEhEKCWNpdGF0aW9ucxgFIAMoDRIQCghkZWdyYWRlZBgGIAEoCBIWCg5jb25zdWx0ZWRfcnVucxgHIAMoCRIXCg9yb3V0aW5nX3N1bW1hcnkYCCABKAki1gIKEUdldENvbnRleHRSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhMKC2VudHJ5X3R5cGVzGAQgAygJEiMKFmluY2x1ZGVfd29ya2luZ19tZW1vcnkYBSABKAhIAIgBARIOCgZmb3JtYXQYBiABKAkSDQoFbGltaXQYByABKA0SGAoQbWF4X3Rva2VuX2J1ZGdldBgIIAEoDRIQCghhZ2VudF9pZBgJIAEoCRIMCgRtb2RlGAogASgJEhAKCHNlY3Rpb25zGAsgAygJEhMKC2xhbmVfZmlsdGVyGAwgASgJEhUKDW1pbl90aW1lc3RhbXAYDSABKAMSFQoNbWF4X3RpbWVzdGFtcBgOIAEoAxIOCgZidWRnZXQYDyABKAlCGQoXX2luY2x1ZGVfd29ya2luZ19tZW1vcnkizQUKEkdldENvbnRleHRSZXNwb25zZRIVCg1jb250ZXh0X2Jsb2NrGAEgASgJEhYKDnRva2VuX2VzdGltYXRlGAIgASgNEikKB3NvdXJjZXMYAyADKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZRITCgtidWRnZXRfdXNlZBgEIAEoDRIYChBidWRnZXRfcmVtYWluaW5nGAUgASgNEjsKEXNlY3Rpb25fc3VtbWFyaWVzGAYgAygLMiAuZW5ncmFtLnYyLkNvbnRleHRTZWN0aW9uU3VtbWFyeRJfChtzb3VyY2VfY291bnRzX2J5X2VudHJ5X3R5cGUYByADKAsyOi5lbmdyYW0udjIuR2V0Q29udGV4dFJlc3BvbnNlLlNvdXJjZUNvdW50c0J5RW50cnlUeXBlRW50cnkSZwofc291cmNlX2NvdW50c19ieV9yZXRyaWV2YWxfbW9kZRgIIAMoCzI+LmVuZ3JhbS52Mi5HZXRDb250ZXh0UmVzcG9uc2UuU291cmNlQ291bnRzQnlSZXRyaWV2YWxNb2RlRW50cnkSJgoeZXZpZGVuY2VfY2FuZGlkYXRlc19jb25zaWRlcmVkGAkgASgNEiIKGmV2aWRlbmNlX2Ryb3BwZWRfYnlfYnVkZ2V0GAogASgNEiEKGWV4YWN0X3JlZmVyZW5jZXNfc3VyZmFjZWQYCyABKA0SFAoMZW1wdHlfcmVhc29uGAwgASgJEh4KFnJlcXVlc3RlZF90b2tlbl9idWRnZXQYDSABKA0aPgocU291cmNlQ291bnRzQnlFbnRyeVR5cGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBGkIKIFNvdXJjZUNvdW50c0J5UmV0cmlldmFsTW9kZUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoDToCOAEi6gEKE0xpc3RBY3Rpdml0eVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEwoLZW50cnlfdHlwZXMYBCADKAkSFQoNY3JlYXRlZF9hZnRlchgFIAEoCRIWCg5jcmVhdGVkX2JlZm9yZRgGIAEoCRIMCgRzb3J0GAcgASgJEg0KBWxpbWl0GAggASgNEhIKCnBhZ2VfdG9rZW4YCSABKAkSFwoPZXhjbHVkZV9kZXJpdmVkGAogASgIEhIKCnByb2plY3Rpb24YCyABKAkicQoUTGlzdEFjdGl2aXR5UmVzcG9uc2USKQoHZW50cmllcxgBIAMoCzIYLmVuZ3JhbS52Mi5BY3Rpdml0eUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIVCg10b3RhbF92aXNpYmxlGAMgASgNIpwBChVFeHBvcnRBY3Rpdml0eVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEwoLZW50cnlfdHlwZXMYBCADKAkSFQoNY3JlYXRlZF9hZnRlchgFIAEoCRIWCg5jcmVhdGVkX2JlZm9yZRgGIAEoCRIMCgRzb3J0GAcgASgJIk4KFkV4cG9ydEFjdGl2aXR5UmVzcG9uc2USDgoGZm9ybWF0GAEgASgJEg8KB2NvbnRlbnQYAiABKAkSEwoLZW50cnlfY291bnQYAyABKA0iZgoVQXBwZW5kQWN0aXZpdHlSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIrCghhY3Rpdml0eRgDIAEoCzIZLmVuZ3JhbS52Mi5BY3Rpdml0eVJlY29yZCI7ChZBcHBlbmRBY3Rpdml0eVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEAoIZXZlbnRfaWQYAiABKAkihAIKE0FyY2hpdmVCbG9ja1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSFQoNYXJ0aWZhY3Rfa2luZBgDIAEoCRIVCg1tZXRhZGF0YV9qc29uGAQgASgJEg8KB3VzZXJfaWQYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSFwoPb3JpZ2luX2FnZW50X2lkGAcgASgJEhkKEXNvdXJjZV9hdHRlbXB0X2lkGAggASgJEhMKC3NvdXJjZV90b29sGAkgASgJEg4KBmxhYmVscxgKIAMoCRIOCgZmYW1pbHkYCyABKAkSEgoKaW1wb3J0YW5jZRgMIAEoCSJpChRBcmNoaXZlQmxvY2tSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEhQKDHJlZmVyZW5jZV9pZBgCIAEoCRISCgplbnRyeV90eXBlGAMgASgJEhYKDmNvbnRlbnRfc2hhMjU2GAQgASgJIl0KEkRlcmVmZXJlbmNlUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMcmVmZXJlbmNlX2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSEAoIYWdlbnRfaWQYBCABKAkiYQoTRGVyZWZlcmVuY2VSZXNwb25zZRINCgVmb3VuZBgBIAEoCBIqCghldmlkZW5jZRgCIAEoCzIYLmVuZ3JhbS52Mi5RdWVyeUV2aWRlbmNlEg8KB2NvbnRlbnQYAyABKAkiZgoWR2V0TWVtb3J5SGVhbHRoUmVxdWVzdBIOCgZydW5faWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIcChRzdGFsZV90aHJlc2hvbGRfZGF5cxgDIAEoDRINCgVsaW1pdBgEIAEoDSKZAwoXR2V0TWVtb3J5SGVhbHRoUmVzcG9uc2USSQoMZW50cnlfY291bnRzGAEgAygLMjMuZW5ncmFtLnYyLkdldE1lbW9yeUhlYWx0aFJlc3BvbnNlLkVudHJ5Q291bnRzRW50cnkSFQoNc3RhbGVfZW50cmllcxgCIAEoDRI2Cg5jb250cmFkaWN0aW9ucxgDIAMoCzIeLmVuZ3JhbS52Mi5MZXNzb25Db250cmFkaWN0aW9uEhwKFGxvd19jb25maWRlbmNlX2NvdW50GAQgASgNEhwKFHByb21vdGlvbl9jYW5kaWRhdGVzGAUgAygJEjYKDnNlY3Rpb25faGVhbHRoGAYgAygLMh4uZW5ncmFtLnYyLk1lbW9yeVNlY3Rpb25IZWFsdGgSIQoZbG93X2NvbmZpZGVuY2VfbGVzc29uX2lkcxgHIAMoCRIZChFlbnRyaWVzX2luc3BlY3RlZBgIIAEoDRoyChBFbnRyeUNvdW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoDToCOAEihgEKEUNoZWNrcG9pbnRSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRINCgVsYWJlbBgCIAEoCRIYChBjb250ZXh0X3NuYXBzaG90GAMgASgJEhUKDW1ldGFkYXRhX2pzb24YBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIQCghhZ2VudF9pZBgGIAEoCSJoChJDaGVja3BvaW50UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIVCg1jaGVja3BvaW50X2lkGAIgASgJEhYKDnRva2VuX2VzdGltYXRlGAMgASgNEhIKCmNyZWF0ZWRfYXQYBCABKAki+gIKDVF1ZXJ5RXZpZGVuY2USCgoCaWQYASABKAkSDwoHY29udGVudBgCIAEoCRINCgVzY29yZRgDIAEoARIQCghpc19zdGFsZRgEIAEoCBIVCg1zdXBlcnNlZGVkX2J5GAUgASgJEhYKDnJldHJpZXZhbF9tb2RlGAYgASgJEhQKDHJlZmVyZW5jZV9pZBgHIAEoCRIVCg1yZWZlcmVuY2VhYmxlGAggASgIEhkKEW9yaWdpbl9lbnRyeV90eXBlGAkgASgJEg4KBnJ1bl9pZBgKIAEoCRISCgplbnRyeV90eXBlGAsgASgJEhUKDW1ldGFkYXRhX2pzb24YDCABKAkSEAoIYWdlbnRfaWQYDSABKAkSDAoEbGFuZRgOIAEoCRIXCg9vY2N1cnJlbmNlX3RpbWUYDyABKAMSEgoKY3JlYXRlZF9hdBgQIAEoCRIsCgxleHBsYWluX2luZm8YESABKAsyFi5lbmdyYW0udjIuRXhwbGFpbkluZm8izwIKC0V4cGxhaW5JbmZvEhYKDnNlbWFudGljX3Njb3JlGAEgASgBEhUKDWxleGljYWxfc2NvcmUYAiABKAESFQoNcmVjZW5jeV9zY29yZRgDIAEoARIdChV0ZW1wb3JhbF9kZWNheV9mYWN0b3IYBCABKAESHQoVc3RhbGVfcGVuYWx0eV9hcHBsaWVkGAUgASgIEkoKE2Z1c2lvbl93ZWlnaHRzX3VzZWQYBiADKAsyLS5lbmdyYW0udjIuRXhwbGFpbkluZm8uRnVzaW9uV2VpZ2h0c1VzZWRFbnRyeRIgChh0ZW1wb3JhbF9pbnRlbnRfZGV0ZWN0ZWQYByABKAgSFAoMcmFua19ieV9tb2RlGAggASgJGjgKFkZ1c2lvbldlaWdodHNVc2VkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASKhAwoKSW5nZXN0SXRlbRIPCgdpdGVtX2lkGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIMCgR0ZXh0GAMgASgJEhQKDHBheWxvYWRfanNvbhgEIAEoCRISCgpoaW50c19qc29uGAUgASgJEhUKDW1ldGFkYXRhX2pzb24YBiABKAkSDgoGaW50ZW50GAcgASgJEhMKC2xlc3Nvbl90eXBlGAggASgJEhQKDGxlc3Nvbl9zY29wZRgJIAEoCRIZChFsZXNzb25faW1wb3J0YW5jZRgKIAEoCRIeChZsZXNzb25fY29uZGl0aW9uc19qc29uGAsgASgJEg8KB3VzZXJfaWQYDCABKAkSEgoKdXBzZXJ0X2tleRgNIAEoCRISCgppbXBvcnRhbmNlGA4gASgJEg4KBnNvdXJjZRgPIAEoCRIMCgRsYW5lGBAgASgJEhcKD29jY3VycmVuY2VfdGltZRgRIAEoAxIQCghlbnZfdGFncxgSIAMoCRIRCgllbWJlZGRpbmcYEyADKAISEgoKZW50cnlfdHlwZRgUIAEoCSLIAQoPQmF0Y2hJbnNlcnRJdGVtEg8KB2l0ZW1faWQYASABKAkSDAoEdGV4dBgCIAEoCRIVCg1tZXRhZGF0YV9qc29uGAMgASgJEg4KBnNvdXJjZRgEIAEoCRIRCgllbWJlZGRpbmcYBSADKAISEAoIZW52X3RhZ3MYBiADKAkSEgoKZW50cnlfdHlwZRgHIAEoCRIPCgd1c2VyX2lkGAggASgJEgwKBGxhbmUYCSABKAkSFwoPb2NjdXJyZW5jZV90aW1lGAogASgDInAKFUJhdGNoSW5zZXJ0SXRlbVJlc3VsdBIPCgdpdGVtX2lkGAEgASgJEg8KB3N1Y2Nlc3MYAiABKAgSEAoIZW50cnlfaWQYAyABKAkSDQoFZXJyb3IYBCABKAkSFAoMZGVkdXBsaWNhdGVkGAUgASgIIqkBChNJbmdlc3REZWNpc2lvblRyYWNlEg8KB2l0ZW1faWQYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEhYKDnNlbGVjdGVkX3R5cGVzGAMgAygJEhEKCXJlYXNvbmluZxgEIAEoCRIsCgZ3cml0ZXMYBSADKAsyHC5lbmdyYW0udjIuSW5nZXN0V3JpdGVSZXN1bHQSEgoKY29uZmlkZW5jZRgGIAEoASJbChFJbmdlc3RXcml0ZVJlc3VsdBITCgttZW1vcnlfdHlwZRgBIAEoCRIRCglyZWNvcmRfaWQYAiABKAkSDwoHc3VjY2VzcxgDIAEoCBINCgVlcnJvchgEIAEoCSK3AQoQSW5nZXN0QWdlbnRTdGF0cxIQCghhZ2VudF9pZBgBIAEoCRIRCglqb2JfY291bnQYAiABKA0SGwoTY29tcGxldGVkX2pvYl9jb3VudBgDIAEoDRIYChBmYWlsZWRfam9iX2NvdW50GAQgASgNEh4KFmRlZHVwbGljYXRlZF9qb2JfY291bnQYBSABKA0SEgoKaXRlbV9jb3VudBgGIAEoDRITCgtsYXN0X2pvYl9hdBgHIAEoCSJ1ChVDb250ZXh0U2VjdGlvblN1bW1hcnkSFAoMc2VjdGlvbl9uYW1lGAEgASgJEhIKCml0ZW1fY291bnQYAiABKA0SGAoQdG9wX2l0ZW1fcHJldmlldxgDIAEoCRIYChBlc3RpbWF0ZWRfdG9rZW5zGAQgASgNIv8CCg1BY3Rpdml0eUVudHJ5EgoKAmlkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEhAKCGFnZW50X2lkGAQgASgJEhIKCmVudHJ5X3R5cGUYBSABKAkSDwoHY29udGVudBgGIAEoCRIOCgZzb3VyY2UYByABKAkSEgoKaW1wb3J0YW5jZRgIIAEoCRISCgpjcmVhdGVkX2F0GAkgASgJEhUKDW1ldGFkYXRhX2pzb24YCiABKAkSFAoMcmVmZXJlbmNlX2lkGAsgASgJEhUKDXJlZmVyZW5jZWFibGUYDCABKAgSEgoKdXBzZXJ0X2tleRgNIAEoCRIZChFvcmlnaW5fZW50cnlfdHlwZRgOIAEoCRIMCgRsYW5lGA8gASgJEhcKD29jY3VycmVuY2VfdGltZRgQIAEoAxIQCghpc19zdGFsZRgRIAEoCBIVCg1zdXBlcnNlZGVkX2J5GBIgASgJEg8KB2Rlcml2ZWQYEyABKAgihwEKDkFjdGl2aXR5UmVjb3JkEgwKBHR5cGUYASABKAkSDwoHcGF5bG9hZBgCIAEoCRIRCgl0b29sX25hbWUYAyABKAkSEQoJaW5wdXRfcmVmGAQgASgJEhIKCm91dHB1dF9yZWYYBSABKAkSCgoCdHMYBiABKAkSEAoIYWdlbnRfaWQYByABKAkigQEKE0xlc3NvbkNvbnRyYWRpY3Rpb24SEwoLbGVzc29uX2FfaWQYASABKAkSEwoLbGVzc29uX2JfaWQYAiABKAkSEgoKc2ltaWxhcml0eRgDIAEoARIVCg1sZXNzb25fYV90eXBlGAQgASgJEhUKDWxlc3Nvbl9iX3R5cGUYBSABKAkifgoTTWVtb3J5U2VjdGlvbkhlYWx0aBIUCgxzZWN0aW9uX25hbWUYASABKAkSDQoFY291bnQYAiABKA0SFgoOYXZnX2NvbmZpZGVuY2UYAyABKAESFQoNYXZnX2FnZV9ob3VycxgEIAEoARITCgtzdGFsZV9jb3VudBgFIAEoDTKjDQoNTWVtb3J5U2VydmljZRJkCghSZW1lbWJlchIaLmVuZ3JhbS52Mi5SZW1lbWJlclJlcXVlc3QaGy5lbmdyYW0udjIuUmVtZW1iZXJSZXNwb25zZSIfgtPkkwIZOgEqIhQvdjIvY29udHJvbC9yZW1lbWJlchJcCgZSZWNhbGwSGC5lbmdyYW0udjIuUmVjYWxsUmVxdWVzdBoZLmVuZ3JhbS52Mi5SZWNhbGxSZXNwb25zZSIdgtPkkwIXOgEqIhIvdjIvY29udHJvbC9yZWNhbGwSXAoGSW5nZXN0EhguZW5ncmFtLnYyLkluZ2VzdFJlcXVlc3QaGS5lbmdyYW0udjIuSW5nZXN0UmVzcG9uc2UiHYLT5JMCFzoBKiISL3YyL2NvbnRyb2wvaW5nZXN0EnEKC0JhdGNoSW5zZXJ0Eh0uZW5ncmFtLnYyLkJhdGNoSW5zZXJ0UmVxdWVzdBoeLmVuZ3JhbS52Mi5CYXRjaEluc2VydFJlc3BvbnNlIiOC0+STAh06ASoiGC92Mi9jb250cm9sL2JhdGNoX2luc2VydBJ5CgxHZXRJbmdlc3RKb2ISHi5lbmdyYW0udjIuR2V0SW5nZXN0Sm9iUmVxdWVzdBofLmVuZ3JhbS52Mi5HZXRJbmdlc3RKb2JSZXNwb25zZSIogtPkkwIiEiAvdjIvY29udHJvbC9pbmdlc3Qvam9icy97am9iX2lkfRJ6Cg5HZXRJbmdlc3RTdGF0cxIgLmVuZ3JhbS52Mi5HZXRJbmdlc3RTdGF0c1JlcXVlc3QaIS5lbmdyYW0udjIuR2V0SW5nZXN0U3RhdHNSZXNwb25zZSIjgtPkkwIdOgEqIhgvdjIvY29udHJvbC9pbmdlc3Qvc3RhdHMSWAoFUXVlcnkSFy5lbmdyYW0udjIuUXVlcnlSZXF1ZXN0GhguZW5ncmFtLnYyLlF1ZXJ5UmVzcG9uc2UiHILT5JMCFjoBKiIRL3YyL2NvbnRyb2wvcXVlcnkSaQoKR2V0Q29udGV4dBIcLmVuZ3JhbS52Mi5HZXRDb250ZXh0UmVxdWVzdBodLmVuZ3JhbS52Mi5HZXRDb250ZXh0UmVzcG9uc2UiHoLT5JMCGDoBKiITL3YyL2NvbnRyb2wvY29udGV4dBJwCgxMaXN0QWN0aXZpdHkSHi5lbmdyYW0udjIuTGlzdEFjdGl2aXR5UmVxdWVzdBofLmVuZ3JhbS52Mi5MaXN0QWN0aXZpdHlSZXNwb25zZSIfgtPkkwIZOgEqIhQvdjIvY29udHJvbC9hY3Rpdml0eRJ9Cg5FeHBvcnRBY3Rpdml0eRIgLmVuZ3JhbS52Mi5FeHBvcnRBY3Rpdml0eVJlcXVlc3QaIS5lbmdyYW0udjIuRXhwb3J0QWN0aXZpdHlSZXNwb25zZSImgtPkkwIgOgEqIhsvdjIvY29udHJvbC9hY3Rpdml0eS9leHBvcnQSfwoOQXBwZW5kQWN0aXZpdHkSIC5lbmdyYW0udjIuQXBwZW5kQWN0aXZpdHlSZXF1ZXN0GiEuZW5ncmFtLnYyLkFwcGVuZEFjdGl2aXR5UmVzcG9uc2UiKILT5JMCIjoBKiIdL3YyL2NvbnRyb2wvYWN0aXZpdGllcy9hcHBlbmQSbwoMQXJjaGl2ZUJsb2NrEh4uZW5ncmFtLnYyLkFyY2hpdmVCbG9ja1JlcXVlc3QaHy5lbmdyYW0udjIuQXJjaGl2ZUJsb2NrUmVzcG9uc2UiHoLT5JMCGDoBKiITL3YyL2NvbnRyb2wvYXJjaGl2ZRJwCgtEZXJlZmVyZW5jZRIdLmVuZ3JhbS52Mi5EZXJlZmVyZW5jZVJlcXVlc3QaHi5lbmdyYW0udjIuRGVyZWZlcmVuY2VSZXNwb25zZSIigtPkkwIcOgEqIhcvdjIvY29udHJvbC9kZXJlZmVyZW5jZRJ+Cg9HZXRNZW1vcnlIZWFsdGgSIS5lbmdyYW0udjIuR2V0TWVtb3J5SGVhbHRoUmVxdWVzdBoiLmVuZ3JhbS52Mi5HZXRNZW1vcnlIZWFsdGhSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjIvY29udHJvbC9tZW1vcnlfaGVhbHRoEmwKCkNoZWNrcG9pbnQSHC5lbmdyYW0udjIuQ2hlY2twb2ludFJlcXVlc3QaHS5lbmdyYW0udjIuQ2hlY2twb2ludFJlc3BvbnNlIiGC0+STAhs6ASoiFi92Mi9jb250cm9sL2NoZWNrcG9pbnRiBnByb3RvMw", [file_google_api_annotations]);
 
 /**
  * Request of Remember.
@@ -280,6 +280,1699 @@ export const RecallResponseSchema: GenMessage<RecallResponse> = /*@__PURE__*/
   messageDesc(file_engram_v2_memory_service, 3);
 
 /**
+ * Request of Ingest.
+ *
+ * @generated from message engram.v2.IngestRequest
+ */
+export type IngestRequest = Message<"engram.v2.IngestRequest"> & {
+  /**
+   * Run (session) the items are written to. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Agent that writes the items; stored on every entry. When the agent is
+   * registered in the run with `write_scopes`, every item's entry type must
+   * be among them.
+   *
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * Optional retry token, unique per run: a repeat with the same key returns
+   * the first job (`deduplicated` = true) and stores nothing again.
+   *
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+
+  /**
+   * When true, items may be written in any order; when false (default) they
+   * are stored in request order, so later items supersede earlier ones with
+   * the same `upsert_key`.
+   *
+   * @generated from field: bool parallel = 4;
+   */
+  parallel: boolean;
+
+  /**
+   * The items to store: 1 to 1000. More than 1000 is INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated engram.v2.IngestItem items = 5;
+   */
+  items: IngestItem[];
+};
+
+/**
+ * Describes the message engram.v2.IngestRequest.
+ * Use `create(IngestRequestSchema)` to create a new message.
+ */
+export const IngestRequestSchema: GenMessage<IngestRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 4);
+
+/**
+ * Response of Ingest: the job acknowledgement.
+ *
+ * @generated from message engram.v2.IngestResponse
+ */
+export type IngestResponse = Message<"engram.v2.IngestResponse"> & {
+  /**
+   * True when the job was accepted (always true on success; validation
+   * errors fail the call instead).
+   *
+   * @generated from field: bool accepted = 1;
+   */
+  accepted: boolean;
+
+  /**
+   * Id of the ingest job; pass it to GetIngestJob.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * True when `idempotency_key` matched an earlier job of the run; `job_id`
+   * is then that job's id and nothing new was queued.
+   *
+   * @generated from field: bool deduplicated = 3;
+   */
+  deduplicated: boolean;
+
+  /**
+   * The job's state at answer time: `queued` for a new job, or the current
+   * state of the earlier job when deduplicated.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message engram.v2.IngestResponse.
+ * Use `create(IngestResponseSchema)` to create a new message.
+ */
+export const IngestResponseSchema: GenMessage<IngestResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 5);
+
+/**
+ * Request of BatchInsert (compatibility bulk write).
+ *
+ * @generated from message engram.v2.BatchInsertRequest
+ */
+export type BatchInsertRequest = Message<"engram.v2.BatchInsertRequest"> & {
+  /**
+   * Run (session) the items are written to. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The items to store: 1 to 1000. More than 1000 is INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated engram.v2.BatchInsertItem items = 2;
+   */
+  items: BatchInsertItem[];
+
+  /**
+   * When true, an item whose `text` equals that of an existing, non-stale
+   * entry of the same run, user and entry type is not stored again; its
+   * result carries the existing entry's id and `deduplicated` = true.
+   *
+   * @generated from field: bool deduplicate = 3;
+   */
+  deduplicate: boolean;
+
+  /**
+   * Engram design: agent that writes the items, stored on every entry.
+   *
+   * @generated from field: string agent_id = 4;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message engram.v2.BatchInsertRequest.
+ * Use `create(BatchInsertRequestSchema)` to create a new message.
+ */
+export const BatchInsertRequestSchema: GenMessage<BatchInsertRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 6);
+
+/**
+ * Response of BatchInsert.
+ *
+ * @generated from message engram.v2.BatchInsertResponse
+ */
+export type BatchInsertResponse = Message<"engram.v2.BatchInsertResponse"> & {
+  /**
+   * True when every item was stored (or deduplicated).
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * Number of items stored or deduplicated.
+   *
+   * @generated from field: uint32 count = 2;
+   */
+  count: number;
+
+  /**
+   * Engram design: ids of the stored entries, in request order, for the
+   * items that succeeded (replaces the numeric `node_ids` of older clients:
+   * control entries have string ids).
+   *
+   * @generated from field: repeated string entry_ids = 3;
+   */
+  entryIds: string[];
+
+  /**
+   * One result per item, in request order.
+   *
+   * @generated from field: repeated engram.v2.BatchInsertItemResult item_results = 4;
+   */
+  itemResults: BatchInsertItemResult[];
+
+  /**
+   * Human-readable summary, e.g. `stored 998 of 1000 items`.
+   *
+   * @generated from field: string message = 5;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message engram.v2.BatchInsertResponse.
+ * Use `create(BatchInsertResponseSchema)` to create a new message.
+ */
+export const BatchInsertResponseSchema: GenMessage<BatchInsertResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 7);
+
+/**
+ * Request of GetIngestJob. Over HTTP, `job_id` is the path parameter and
+ * `run_id` an optional query parameter.
+ *
+ * @generated from message engram.v2.GetIngestJobRequest
+ */
+export type GetIngestJobRequest = Message<"engram.v2.GetIngestJobRequest"> & {
+  /**
+   * Job to read. Required.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * Optional run the job must belong to; NOT_FOUND when it belongs to
+   * another run.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message engram.v2.GetIngestJobRequest.
+ * Use `create(GetIngestJobRequestSchema)` to create a new message.
+ */
+export const GetIngestJobRequestSchema: GenMessage<GetIngestJobRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 8);
+
+/**
+ * Response of GetIngestJob: an ingest job.
+ *
+ * @generated from message engram.v2.GetIngestJobResponse
+ */
+export type GetIngestJobResponse = Message<"engram.v2.GetIngestJobResponse"> & {
+  /**
+   * Job id.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * Run the job writes to.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+
+  /**
+   * `queued`, `running`, `completed` (every item stored) or `failed` (no item
+   * stored: a job's items are written in one transaction).
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * True once the job reached `completed` or `failed`.
+   *
+   * @generated from field: bool done = 4;
+   */
+  done: boolean;
+
+  /**
+   * Error message when `status` is `failed`; empty otherwise.
+   *
+   * @generated from field: string error = 5;
+   */
+  error: string;
+
+  /**
+   * RFC 3339 time the job was accepted.
+   *
+   * @generated from field: string created_at = 6;
+   */
+  createdAt: string;
+
+  /**
+   * RFC 3339 time processing began; empty while `queued`.
+   *
+   * @generated from field: string started_at = 7;
+   */
+  startedAt: string;
+
+  /**
+   * RFC 3339 time the job reached a terminal state; empty until `done`.
+   *
+   * @generated from field: string finished_at = 8;
+   */
+  finishedAt: string;
+
+  /**
+   * Per-item results, in request order; filled once the job is `done`.
+   *
+   * @generated from field: repeated engram.v2.IngestDecisionTrace traces = 9;
+   */
+  traces: IngestDecisionTrace[];
+
+  /**
+   * True when items were written in request order (the request did not set
+   * `parallel`).
+   *
+   * @generated from field: bool ordered = 10;
+   */
+  ordered: boolean;
+
+  /**
+   * True when the job was the target of at least one deduplicated repeat.
+   *
+   * @generated from field: bool deduplicated = 11;
+   */
+  deduplicated: boolean;
+
+  /**
+   * Engram design: number of items in the job.
+   *
+   * @generated from field: uint32 item_count = 12;
+   */
+  itemCount: number;
+
+  /**
+   * Engram design: number of entries stored by the job: `item_count` once
+   * `completed`, 0 otherwise.
+   *
+   * @generated from field: uint32 entry_count = 13;
+   */
+  entryCount: number;
+
+  /**
+   * Engram design: agent that submitted the job.
+   *
+   * @generated from field: string agent_id = 14;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message engram.v2.GetIngestJobResponse.
+ * Use `create(GetIngestJobResponseSchema)` to create a new message.
+ */
+export const GetIngestJobResponseSchema: GenMessage<GetIngestJobResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 9);
+
+/**
+ * Request of GetIngestStats.
+ *
+ * @generated from message engram.v2.GetIngestStatsRequest
+ */
+export type GetIngestStatsRequest = Message<"engram.v2.GetIngestStatsRequest"> & {
+  /**
+   * Run to report on. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message engram.v2.GetIngestStatsRequest.
+ * Use `create(GetIngestStatsRequestSchema)` to create a new message.
+ */
+export const GetIngestStatsRequestSchema: GenMessage<GetIngestStatsRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 10);
+
+/**
+ * Response of GetIngestStats.
+ *
+ * @generated from message engram.v2.GetIngestStatsResponse
+ */
+export type GetIngestStatsResponse = Message<"engram.v2.GetIngestStatsResponse"> & {
+  /**
+   * The run reported on.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Entries currently stored in the run by Remember, Ingest and BatchInsert
+   * (deduplicated repeats are not counted; deleted entries no longer are).
+   *
+   * @generated from field: uint32 total_ingested = 2;
+   */
+  totalIngested: number;
+
+  /**
+   * `total_ingested` split by entry type (`fact`, `lesson`, `rule`, `trace`,
+   * `working_memory`, `archive_block`, `checkpoint`); types with no entry are
+   * absent.
+   *
+   * @generated from field: map<string, uint32> by_type = 3;
+   */
+  byType: { [key: string]: number };
+
+  /**
+   * RFC 3339 time of the latest write counted above; empty when none.
+   *
+   * @generated from field: string last_ingest_at = 4;
+   */
+  lastIngestAt: string;
+
+  /**
+   * Ingest jobs accepted for the run (deduplicated repeats excluded).
+   *
+   * @generated from field: uint32 total_jobs = 5;
+   */
+  totalJobs: number;
+
+  /**
+   * Jobs in state `completed`.
+   *
+   * @generated from field: uint32 completed_jobs = 6;
+   */
+  completedJobs: number;
+
+  /**
+   * Jobs in state `failed`.
+   *
+   * @generated from field: uint32 failed_jobs = 7;
+   */
+  failedJobs: number;
+
+  /**
+   * Ingest calls answered from an earlier job because of `idempotency_key`.
+   *
+   * @generated from field: uint32 deduplicated_jobs = 8;
+   */
+  deduplicatedJobs: number;
+
+  /**
+   * Items submitted in all accepted jobs, whatever their state.
+   *
+   * @generated from field: uint32 total_items = 9;
+   */
+  totalItems: number;
+
+  /**
+   * The same job counters per submitting agent.
+   *
+   * @generated from field: repeated engram.v2.IngestAgentStats agents = 10;
+   */
+  agents: IngestAgentStats[];
+
+  /**
+   * Always true: Engram never evicts job records while the run exists.
+   *
+   * @generated from field: bool stats_available = 11;
+   */
+  statsAvailable: boolean;
+
+  /**
+   * Reason when `stats_available` is false; always empty in Engram.
+   *
+   * @generated from field: string status_reason = 12;
+   */
+  statusReason: string;
+};
+
+/**
+ * Describes the message engram.v2.GetIngestStatsResponse.
+ * Use `create(GetIngestStatsResponseSchema)` to create a new message.
+ */
+export const GetIngestStatsResponseSchema: GenMessage<GetIngestStatsResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 11);
+
+/**
+ * Request of Query. Enumerated fields are strings compared
+ * case-insensitively (`AGENT_ROUTED` and `agent_routed` are the same).
+ *
+ * @generated from message engram.v2.QueryRequest
+ */
+export type QueryRequest = Message<"engram.v2.QueryRequest"> & {
+  /**
+   * Run (session) to answer from. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The question. Required.
+   *
+   * @generated from field: string query = 2;
+   */
+  query: string;
+
+  /**
+   * Optional JSON schema the caller would like the answer to follow.
+   * Engram design: accepted for compatibility and not applied;
+   * `final_answer` is plain text.
+   *
+   * @generated from field: string schema = 3;
+   */
+  schema: string;
+
+  /**
+   * `agent_routed` (default): full retrieval, overlays and answer synthesis.
+   * `direct_bypass`: plain semantic search over the run's entries, no answer
+   * synthesis (`final_answer` empty); needs the server flag
+   * SERVICE_CORE_ENABLE_DIRECT_SEARCH, else PERMISSION_DENIED.
+   *
+   * @generated from field: string mode = 4;
+   */
+  mode: string;
+
+  /**
+   * Retrieval lane used by `direct_bypass`: `semantic_search` (default and
+   * only value). Ignored in `agent_routed`.
+   *
+   * @generated from field: string direct_lane = 5;
+   */
+  directLane: string;
+
+  /**
+   * When true, also searches the runs linked to `run_id` (one level, see
+   * RunsService.LinkRun); they are listed in `consulted_runs`.
+   *
+   * @generated from field: bool include_linked_runs = 6;
+   */
+  includeLinkedRuns: boolean;
+
+  /**
+   * Maximum number of evidence items; default 10 when 0, clamped to [1, 100].
+   *
+   * @generated from field: uint32 limit = 7;
+   */
+  limit: number;
+
+  /**
+   * Optional caller-computed query vector, used instead of the server's
+   * embedding of `query`. Must have the server embedder's dimension, else
+   * INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated float embedding = 8;
+   */
+  embedding: number[];
+
+  /**
+   * Only these entry types, when non-empty: `fact`, `lesson`, `rule`,
+   * `trace`, `working_memory`, `archive_block`, `checkpoint`.
+   *
+   * @generated from field: repeated string entry_types = 9;
+   */
+  entryTypes: string[];
+
+  /**
+   * Whether working memory (`working_memory` entries and run variables) may
+   * appear as evidence. Default true when absent.
+   *
+   * @generated from field: optional bool include_working_memory = 10;
+   */
+  includeWorkingMemory?: boolean | undefined;
+
+  /**
+   * Only entries about this logical user, when set.
+   *
+   * @generated from field: string user_id = 11;
+   */
+  userId: string;
+
+  /**
+   * Agent asking. When the agent is registered in the run with
+   * `read_scopes`, evidence is limited to those entry types.
+   *
+   * @generated from field: string agent_id = 12;
+   */
+  agentId: string;
+
+  /**
+   * Only entries tagged with this lane, plus entries without a lane. Empty:
+   * every lane.
+   *
+   * @generated from field: string lane_filter = 13;
+   */
+  laneFilter: string;
+
+  /**
+   * Lower bound, unix seconds, inclusive; filters by occurrence time with
+   * creation time as fallback. 0: no bound.
+   *
+   * @generated from field: int64 min_timestamp = 14;
+   */
+  minTimestamp: bigint;
+
+  /**
+   * Upper bound, unix seconds, inclusive. 0: no bound.
+   *
+   * @generated from field: int64 max_timestamp = 15;
+   */
+  maxTimestamp: bigint;
+
+  /**
+   * `low`, `mid` (default) or `high`: latency/quality trade-off (how many
+   * candidates each retrieval source contributes).
+   *
+   * @generated from field: string budget = 16;
+   */
+  budget: string;
+
+  /**
+   * Ranking strategy: `relevance` (default), `freshness` (recency weighs
+   * more) or `balanced`.
+   *
+   * @generated from field: string rank_by = 17;
+   */
+  rankBy: string;
+
+  /**
+   * When true, every evidence item carries `explain_info`, its score
+   * breakdown.
+   *
+   * @generated from field: bool explain = 18;
+   */
+  explain: boolean;
+
+  /**
+   * When true, only evidence from `run_id` itself is returned: global
+   * lessons of other runs and linked runs are skipped.
+   *
+   * @generated from field: bool prefer_current_run = 19;
+   */
+  preferCurrentRun: boolean;
+
+  /**
+   * Environment tags of the caller (`TYPE:NAME` or `TYPE:NAME:VERSION`, e.g.
+   * `lang:python:3.12`); entries with matching tags rank higher, entries
+   * with conflicting tags slightly lower.
+   *
+   * @generated from field: repeated string env_tags = 20;
+   */
+  envTags: string[];
+};
+
+/**
+ * Describes the message engram.v2.QueryRequest.
+ * Use `create(QueryRequestSchema)` to create a new message.
+ */
+export const QueryRequestSchema: GenMessage<QueryRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 12);
+
+/**
+ * Response of Query: a query answer.
+ *
+ * @generated from message engram.v2.QueryResponse
+ */
+export type QueryResponse = Message<"engram.v2.QueryResponse"> & {
+  /**
+   * The answer text. Without an LLM it is the best-supported sentence of the
+   * top evidence; empty or a statement of ignorance on abstention, and empty
+   * in `direct_bypass` mode.
+   *
+   * @generated from field: string final_answer = 1;
+   */
+  finalAnswer: string;
+
+  /**
+   * Calibrated confidence of the answer in [0, 1].
+   *
+   * @generated from field: double confidence = 2;
+   */
+  confidence: number;
+
+  /**
+   * Routing mode that produced the answer: `agent_routed` or
+   * `direct_bypass`.
+   *
+   * @generated from field: string mode = 3;
+   */
+  mode: string;
+
+  /**
+   * Ranked evidence, best first; stale entries are included with a ranking
+   * penalty.
+   *
+   * @generated from field: repeated engram.v2.QueryEvidence evidence = 4;
+   */
+  evidence: QueryEvidence[];
+
+  /**
+   * 0-based indices into `evidence` that grounded `final_answer`; every value
+   * is a valid index. Empty on abstention.
+   *
+   * @generated from field: repeated uint32 citations = 5;
+   */
+  citations: number[];
+
+  /**
+   * True when a retrieval source was skipped (for example the vector index
+   * was still warming up) and the answer may be weaker than usual.
+   *
+   * @generated from field: bool degraded = 6;
+   */
+  degraded: boolean;
+
+  /**
+   * Runs whose entries were searched: `run_id` first, then linked runs.
+   *
+   * @generated from field: repeated string consulted_runs = 7;
+   */
+  consultedRuns: string[];
+
+  /**
+   * Short human-readable account of the routing, e.g. which sources
+   * contributed and how many candidates each returned.
+   *
+   * @generated from field: string routing_summary = 8;
+   */
+  routingSummary: string;
+};
+
+/**
+ * Describes the message engram.v2.QueryResponse.
+ * Use `create(QueryResponseSchema)` to create a new message.
+ */
+export const QueryResponseSchema: GenMessage<QueryResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 13);
+
+/**
+ * Request of GetContext. Enumerated fields are strings compared
+ * case-insensitively.
+ *
+ * @generated from message engram.v2.GetContextRequest
+ */
+export type GetContextRequest = Message<"engram.v2.GetContextRequest"> & {
+  /**
+   * Run (session) to assemble context from. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Topic to assemble context for. Engram design: optional; when empty,
+   * items are ranked by recency instead of relevance.
+   *
+   * @generated from field: string query = 2;
+   */
+  query: string;
+
+  /**
+   * Only entries about this logical user, when set.
+   *
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * Only these entry types, when non-empty: `fact`, `lesson`, `rule`,
+   * `trace`, `working_memory`, `archive_block`, `checkpoint`.
+   *
+   * @generated from field: repeated string entry_types = 4;
+   */
+  entryTypes: string[];
+
+  /**
+   * Whether working memory (`working_memory` entries and run variables) is
+   * included. Default true when absent.
+   *
+   * @generated from field: optional bool include_working_memory = 5;
+   */
+  includeWorkingMemory?: boolean | undefined;
+
+  /**
+   * `structured` (default: a `## <section>` header per section, one bullet
+   * per item) or `compact` (one line per item prefixed with its type, no
+   * headers).
+   *
+   * @generated from field: string format = 6;
+   */
+  format: string;
+
+  /**
+   * Maximum number of items per section; default 5 when 0, clamped to
+   * [1, 50].
+   *
+   * @generated from field: uint32 limit = 7;
+   */
+  limit: number;
+
+  /**
+   * Maximum tokens of `context_block`. When > 0, sections are filled in
+   * priority order (`active_rules`, `lessons`, `facts`, `working_memory`,
+   * `checkpoints`, `archive_blocks`, `traces`), each best-first, and items
+   * that would exceed the budget are dropped. 0 (default): no limit.
+   *
+   * @generated from field: uint32 max_token_budget = 8;
+   */
+  maxTokenBudget: number;
+
+  /**
+   * Agent asking. When the agent is registered in the run with
+   * `read_scopes`, only those entry types are included.
+   *
+   * @generated from field: string agent_id = 9;
+   */
+  agentId: string;
+
+  /**
+   * Progressive disclosure: `full` (default: the block and section
+   * summaries), `summary` (section summaries only, empty `context_block`) or
+   * `sections` (only the sections named in `sections`).
+   *
+   * @generated from field: string mode = 10;
+   */
+  mode: string;
+
+  /**
+   * Sections to include when `mode` = `sections` (required then, ignored
+   * otherwise): `active_rules`, `lessons`, `facts`, `working_memory`,
+   * `checkpoints`, `archive_blocks`, `traces`.
+   *
+   * @generated from field: repeated string sections = 11;
+   */
+  sections: string[];
+
+  /**
+   * Only entries tagged with this lane, plus entries without a lane. Empty:
+   * every lane.
+   *
+   * @generated from field: string lane_filter = 12;
+   */
+  laneFilter: string;
+
+  /**
+   * Lower bound, unix seconds, inclusive; filters by occurrence time with
+   * creation time as fallback. 0: no bound.
+   *
+   * @generated from field: int64 min_timestamp = 13;
+   */
+  minTimestamp: bigint;
+
+  /**
+   * Upper bound, unix seconds, inclusive. 0: no bound.
+   *
+   * @generated from field: int64 max_timestamp = 14;
+   */
+  maxTimestamp: bigint;
+
+  /**
+   * `low`, `mid` (default) or `high`: latency/quality trade-off.
+   *
+   * @generated from field: string budget = 15;
+   */
+  budget: string;
+};
+
+/**
+ * Describes the message engram.v2.GetContextRequest.
+ * Use `create(GetContextRequestSchema)` to create a new message.
+ */
+export const GetContextRequestSchema: GenMessage<GetContextRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 14);
+
+/**
+ * Response of GetContext: the context block and its pressure telemetry.
+ *
+ * @generated from message engram.v2.GetContextResponse
+ */
+export type GetContextResponse = Message<"engram.v2.GetContextResponse"> & {
+  /**
+   * The assembled text, ready for prompt injection, sections in priority
+   * order. Empty when `mode` = `summary` or nothing matched (see
+   * `empty_reason`).
+   *
+   * @generated from field: string context_block = 1;
+   */
+  contextBlock: string;
+
+  /**
+   * Estimated tokens of `context_block` (⌈characters / 4⌉).
+   *
+   * @generated from field: uint32 token_estimate = 2;
+   */
+  tokenEstimate: number;
+
+  /**
+   * The evidence items included in `context_block`, in block order.
+   *
+   * @generated from field: repeated engram.v2.QueryEvidence sources = 3;
+   */
+  sources: QueryEvidence[];
+
+  /**
+   * Tokens used by the block: equals `token_estimate`.
+   *
+   * @generated from field: uint32 budget_used = 4;
+   */
+  budgetUsed: number;
+
+  /**
+   * `requested_token_budget` − `budget_used`; 0 when there is no budget.
+   *
+   * @generated from field: uint32 budget_remaining = 5;
+   */
+  budgetRemaining: number;
+
+  /**
+   * One summary per non-empty section, in priority order.
+   *
+   * @generated from field: repeated engram.v2.ContextSectionSummary section_summaries = 6;
+   */
+  sectionSummaries: ContextSectionSummary[];
+
+  /**
+   * Included sources counted by entry type (`fact`, `lesson`, ...).
+   *
+   * @generated from field: map<string, uint32> source_counts_by_entry_type = 7;
+   */
+  sourceCountsByEntryType: { [key: string]: number };
+
+  /**
+   * Included sources counted by retrieval mode (`semantic`,
+   * `exact_reference`, `checkpoint`, `rule_overlay`, `lesson_overlay`,
+   * `working_memory`).
+   *
+   * @generated from field: map<string, uint32> source_counts_by_retrieval_mode = 8;
+   */
+  sourceCountsByRetrievalMode: { [key: string]: number };
+
+  /**
+   * Candidates considered before budget truncation.
+   *
+   * @generated from field: uint32 evidence_candidates_considered = 9;
+   */
+  evidenceCandidatesConsidered: number;
+
+  /**
+   * Candidates dropped because they did not fit the token budget.
+   *
+   * @generated from field: uint32 evidence_dropped_by_budget = 10;
+   */
+  evidenceDroppedByBudget: number;
+
+  /**
+   * Included sources that are referenceable (can be fetched exactly with
+   * Dereference).
+   *
+   * @generated from field: uint32 exact_references_surfaced = 11;
+   */
+  exactReferencesSurfaced: number;
+
+  /**
+   * Why `context_block` is empty or reduced: `no_evidence`,
+   * `recency_fallback` (no relevant match; newest items used),
+   * `budget_exhausted` (the first item alone exceeded the budget), or empty.
+   *
+   * @generated from field: string empty_reason = 12;
+   */
+  emptyReason: string;
+
+  /**
+   * Engram design: the token budget that was requested (`max_token_budget`
+   * echoed; 0 means unlimited).
+   *
+   * @generated from field: uint32 requested_token_budget = 13;
+   */
+  requestedTokenBudget: number;
+};
+
+/**
+ * Describes the message engram.v2.GetContextResponse.
+ * Use `create(GetContextResponseSchema)` to create a new message.
+ */
+export const GetContextResponseSchema: GenMessage<GetContextResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 15);
+
+/**
+ * Request of ListActivity.
+ *
+ * @generated from message engram.v2.ListActivityRequest
+ */
+export type ListActivityRequest = Message<"engram.v2.ListActivityRequest"> & {
+  /**
+   * Run to list. Empty: every run visible to the caller.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Only entries about this logical user, when set.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Only entries written by this agent, when set.
+   *
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * Only these entry types, when non-empty: `fact`, `lesson`, `rule`,
+   * `trace`, `working_memory`, `archive_block`, `checkpoint`.
+   *
+   * @generated from field: repeated string entry_types = 4;
+   */
+  entryTypes: string[];
+
+  /**
+   * Only entries created at or after this RFC 3339 time.
+   *
+   * @generated from field: string created_after = 5;
+   */
+  createdAfter: string;
+
+  /**
+   * Only entries created at or before this RFC 3339 time.
+   *
+   * @generated from field: string created_before = 6;
+   */
+  createdBefore: string;
+
+  /**
+   * `desc` (default, newest first) or `asc`.
+   *
+   * @generated from field: string sort = 7;
+   */
+  sort: string;
+
+  /**
+   * Page size, clamped to [1, 500]; an omitted or 0 value resolves to 1.
+   *
+   * @generated from field: uint32 limit = 8;
+   */
+  limit: number;
+
+  /**
+   * Opaque cursor from a previous `next_page_token`; use it with the same
+   * filters. Empty: first page.
+   *
+   * @generated from field: string page_token = 9;
+   */
+  pageToken: string;
+
+  /**
+   * When true, entries the server derived from other entries (reflected or
+   * promoted lessons and rules, `derived` = true) are left out.
+   *
+   * @generated from field: bool exclude_derived = 10;
+   */
+  excludeDerived: boolean;
+
+  /**
+   * `full` (default) or `compact` (content truncated to 200 characters,
+   * `metadata_json` emptied).
+   *
+   * @generated from field: string projection = 11;
+   */
+  projection: string;
+};
+
+/**
+ * Describes the message engram.v2.ListActivityRequest.
+ * Use `create(ListActivityRequestSchema)` to create a new message.
+ */
+export const ListActivityRequestSchema: GenMessage<ListActivityRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 16);
+
+/**
+ * Response of ListActivity.
+ *
+ * @generated from message engram.v2.ListActivityResponse
+ */
+export type ListActivityResponse = Message<"engram.v2.ListActivityResponse"> & {
+  /**
+   * One page of entries, in the requested order.
+   *
+   * @generated from field: repeated engram.v2.ActivityEntry entries = 1;
+   */
+  entries: ActivityEntry[];
+
+  /**
+   * Cursor for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * Number of entries matching the filters over all pages.
+   *
+   * @generated from field: uint32 total_visible = 3;
+   */
+  totalVisible: number;
+};
+
+/**
+ * Describes the message engram.v2.ListActivityResponse.
+ * Use `create(ListActivityResponseSchema)` to create a new message.
+ */
+export const ListActivityResponseSchema: GenMessage<ListActivityResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 17);
+
+/**
+ * Request of ExportActivity: the filters of ListActivity without paging or
+ * projection. There is no format field: the export is always JSON Lines.
+ *
+ * @generated from message engram.v2.ExportActivityRequest
+ */
+export type ExportActivityRequest = Message<"engram.v2.ExportActivityRequest"> & {
+  /**
+   * Run to export. Empty: every run visible to the caller.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Only entries about this logical user, when set.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Only entries written by this agent, when set.
+   *
+   * @generated from field: string agent_id = 3;
+   */
+  agentId: string;
+
+  /**
+   * Only these entry types, when non-empty.
+   *
+   * @generated from field: repeated string entry_types = 4;
+   */
+  entryTypes: string[];
+
+  /**
+   * Only entries created at or after this RFC 3339 time.
+   *
+   * @generated from field: string created_after = 5;
+   */
+  createdAfter: string;
+
+  /**
+   * Only entries created at or before this RFC 3339 time.
+   *
+   * @generated from field: string created_before = 6;
+   */
+  createdBefore: string;
+
+  /**
+   * `desc` (default, newest first) or `asc`.
+   *
+   * @generated from field: string sort = 7;
+   */
+  sort: string;
+};
+
+/**
+ * Describes the message engram.v2.ExportActivityRequest.
+ * Use `create(ExportActivityRequestSchema)` to create a new message.
+ */
+export const ExportActivityRequestSchema: GenMessage<ExportActivityRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 18);
+
+/**
+ * Response of ExportActivity.
+ *
+ * @generated from message engram.v2.ExportActivityResponse
+ */
+export type ExportActivityResponse = Message<"engram.v2.ExportActivityResponse"> & {
+  /**
+   * Always `jsonl`.
+   *
+   * @generated from field: string format = 1;
+   */
+  format: string;
+
+  /**
+   * The entries, one JSON-encoded ActivityEntry (full projection) per line,
+   * each line ending with `\n`. Empty when nothing matched.
+   *
+   * @generated from field: string content = 2;
+   */
+  content: string;
+
+  /**
+   * Number of lines in `content`.
+   *
+   * @generated from field: uint32 entry_count = 3;
+   */
+  entryCount: number;
+};
+
+/**
+ * Describes the message engram.v2.ExportActivityResponse.
+ * Use `create(ExportActivityResponseSchema)` to create a new message.
+ */
+export const ExportActivityResponseSchema: GenMessage<ExportActivityResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 19);
+
+/**
+ * Request of AppendActivity.
+ *
+ * @generated from message engram.v2.AppendActivityRequest
+ */
+export type AppendActivityRequest = Message<"engram.v2.AppendActivityRequest"> & {
+  /**
+   * Run the record belongs to. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Agent that performed the activity.
+   *
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * The record to append. Required.
+   *
+   * @generated from field: engram.v2.ActivityRecord activity = 3;
+   */
+  activity?: ActivityRecord | undefined;
+};
+
+/**
+ * Describes the message engram.v2.AppendActivityRequest.
+ * Use `create(AppendActivityRequestSchema)` to create a new message.
+ */
+export const AppendActivityRequestSchema: GenMessage<AppendActivityRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 20);
+
+/**
+ * Response of AppendActivity.
+ *
+ * @generated from message engram.v2.AppendActivityResponse
+ */
+export type AppendActivityResponse = Message<"engram.v2.AppendActivityResponse"> & {
+  /**
+   * True when the record was stored.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * Id of the stored record (its entry id).
+   *
+   * @generated from field: string event_id = 2;
+   */
+  eventId: string;
+};
+
+/**
+ * Describes the message engram.v2.AppendActivityResponse.
+ * Use `create(AppendActivityResponseSchema)` to create a new message.
+ */
+export const AppendActivityResponseSchema: GenMessage<AppendActivityResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 21);
+
+/**
+ * Request of ArchiveBlock.
+ *
+ * @generated from message engram.v2.ArchiveBlockRequest
+ */
+export type ArchiveBlockRequest = Message<"engram.v2.ArchiveBlockRequest"> & {
+  /**
+   * Run the block belongs to. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The exact artifact text, at most 1 MiB of UTF-8. Required.
+   *
+   * @generated from field: string content = 2;
+   */
+  content: string;
+
+  /**
+   * Kind of artifact, free-form, e.g. `code`, `diff`, `log`, `document`,
+   * `tool_output`. Default `text`.
+   *
+   * @generated from field: string artifact_kind = 3;
+   */
+  artifactKind: string;
+
+  /**
+   * Optional JSON object stored with the block.
+   *
+   * @generated from field: string metadata_json = 4;
+   */
+  metadataJson: string;
+
+  /**
+   * Logical user the block is about.
+   *
+   * @generated from field: string user_id = 5;
+   */
+  userId: string;
+
+  /**
+   * Agent that stores the block.
+   *
+   * @generated from field: string agent_id = 6;
+   */
+  agentId: string;
+
+  /**
+   * Agent that produced the artifact; defaults to `agent_id`.
+   *
+   * @generated from field: string origin_agent_id = 7;
+   */
+  originAgentId: string;
+
+  /**
+   * Optional id of the attempt (step, try) that produced the artifact.
+   *
+   * @generated from field: string source_attempt_id = 8;
+   */
+  sourceAttemptId: string;
+
+  /**
+   * Optional tool that produced the artifact.
+   *
+   * @generated from field: string source_tool = 9;
+   */
+  sourceTool: string;
+
+  /**
+   * Free-form labels, searchable like content.
+   *
+   * @generated from field: repeated string labels = 10;
+   */
+  labels: string[];
+
+  /**
+   * Optional family name grouping versions of the same artifact (e.g. a file
+   * path); a newer block of the same family supersedes the older one.
+   *
+   * @generated from field: string family = 11;
+   */
+  family: string;
+
+  /**
+   * `low`, `medium` (default), `high` or `critical`.
+   *
+   * @generated from field: string importance = 12;
+   */
+  importance: string;
+};
+
+/**
+ * Describes the message engram.v2.ArchiveBlockRequest.
+ * Use `create(ArchiveBlockRequestSchema)` to create a new message.
+ */
+export const ArchiveBlockRequestSchema: GenMessage<ArchiveBlockRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 22);
+
+/**
+ * Response of ArchiveBlock.
+ *
+ * @generated from message engram.v2.ArchiveBlockResponse
+ */
+export type ArchiveBlockResponse = Message<"engram.v2.ArchiveBlockResponse"> & {
+  /**
+   * True when the block is durable.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * Stable id for Dereference and for `reference_id` in evidence.
+   *
+   * @generated from field: string reference_id = 2;
+   */
+  referenceId: string;
+
+  /**
+   * Always `archive_block`.
+   *
+   * @generated from field: string entry_type = 3;
+   */
+  entryType: string;
+
+  /**
+   * Engram design: hex SHA-256 of the stored content, to check exactness.
+   *
+   * @generated from field: string content_sha256 = 4;
+   */
+  contentSha256: string;
+};
+
+/**
+ * Describes the message engram.v2.ArchiveBlockResponse.
+ * Use `create(ArchiveBlockResponseSchema)` to create a new message.
+ */
+export const ArchiveBlockResponseSchema: GenMessage<ArchiveBlockResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 23);
+
+/**
+ * Request of Dereference.
+ *
+ * @generated from message engram.v2.DereferenceRequest
+ */
+export type DereferenceRequest = Message<"engram.v2.DereferenceRequest"> & {
+  /**
+   * Optional run the reference must belong to; `found` is false when it
+   * belongs to another run.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The reference to fetch. Required.
+   *
+   * @generated from field: string reference_id = 2;
+   */
+  referenceId: string;
+
+  /**
+   * Optional logical user the entry must be about.
+   *
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * Agent asking (recorded for auditing).
+   *
+   * @generated from field: string agent_id = 4;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message engram.v2.DereferenceRequest.
+ * Use `create(DereferenceRequestSchema)` to create a new message.
+ */
+export const DereferenceRequestSchema: GenMessage<DereferenceRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 24);
+
+/**
+ * Response of Dereference.
+ *
+ * @generated from message engram.v2.DereferenceResponse
+ */
+export type DereferenceResponse = Message<"engram.v2.DereferenceResponse"> & {
+  /**
+   * False when no entry of the caller has this reference id.
+   *
+   * @generated from field: bool found = 1;
+   */
+  found: boolean;
+
+  /**
+   * The entry, with its exact content and `retrieval_mode` =
+   * `exact_reference`; absent when not found.
+   *
+   * @generated from field: engram.v2.QueryEvidence evidence = 2;
+   */
+  evidence?: QueryEvidence | undefined;
+
+  /**
+   * Engram design: the exact stored content (the same as
+   * `evidence.content`); empty when not found.
+   *
+   * @generated from field: string content = 3;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message engram.v2.DereferenceResponse.
+ * Use `create(DereferenceResponseSchema)` to create a new message.
+ */
+export const DereferenceResponseSchema: GenMessage<DereferenceResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 25);
+
+/**
+ * Request of GetMemoryHealth.
+ *
+ * @generated from message engram.v2.GetMemoryHealthRequest
+ */
+export type GetMemoryHealthRequest = Message<"engram.v2.GetMemoryHealthRequest"> & {
+  /**
+   * Run to inspect. Engram design: empty inspects every run of the caller.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Only entries about this logical user, when set.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Entries older than this many days that were never updated or
+   * reinforced count as stale; default 30 when 0, clamped to [1, 3650].
+   *
+   * @generated from field: uint32 stale_threshold_days = 3;
+   */
+  staleThresholdDays: number;
+
+  /**
+   * Maximum entries inspected, newest first; default 500 when 0, clamped to
+   * [1, 10000].
+   *
+   * @generated from field: uint32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message engram.v2.GetMemoryHealthRequest.
+ * Use `create(GetMemoryHealthRequestSchema)` to create a new message.
+ */
+export const GetMemoryHealthRequestSchema: GenMessage<GetMemoryHealthRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 26);
+
+/**
+ * Response of GetMemoryHealth.
+ *
+ * @generated from message engram.v2.GetMemoryHealthResponse
+ */
+export type GetMemoryHealthResponse = Message<"engram.v2.GetMemoryHealthResponse"> & {
+  /**
+   * Inspected entries counted by entry type.
+   *
+   * @generated from field: map<string, uint32> entry_counts = 1;
+   */
+  entryCounts: { [key: string]: number };
+
+  /**
+   * Inspected entries that are superseded, marked stale, or older than
+   * `stale_threshold_days`.
+   *
+   * @generated from field: uint32 stale_entries = 2;
+   */
+  staleEntries: number;
+
+  /**
+   * Pairs of lessons that are very similar in content but disagree (one a
+   * `success`, the other a `failure` lesson, or one negating the other).
+   *
+   * @generated from field: repeated engram.v2.LessonContradiction contradictions = 3;
+   */
+  contradictions: LessonContradiction[];
+
+  /**
+   * Lessons with confidence below 0.5.
+   *
+   * @generated from field: uint32 low_confidence_count = 4;
+   */
+  lowConfidenceCount: number;
+
+  /**
+   * Ids of lessons with a pending scope promotion (`proposed` or
+   * `auditioning`).
+   *
+   * @generated from field: repeated string promotion_candidates = 5;
+   */
+  promotionCandidates: string[];
+
+  /**
+   * Health per context section, in context priority order.
+   *
+   * @generated from field: repeated engram.v2.MemorySectionHealth section_health = 6;
+   */
+  sectionHealth: MemorySectionHealth[];
+
+  /**
+   * Engram design: ids of the lessons counted in `low_confidence_count`,
+   * lowest confidence first.
+   *
+   * @generated from field: repeated string low_confidence_lesson_ids = 7;
+   */
+  lowConfidenceLessonIds: string[];
+
+  /**
+   * Engram design: number of entries inspected (at most `limit`).
+   *
+   * @generated from field: uint32 entries_inspected = 8;
+   */
+  entriesInspected: number;
+};
+
+/**
+ * Describes the message engram.v2.GetMemoryHealthResponse.
+ * Use `create(GetMemoryHealthResponseSchema)` to create a new message.
+ */
+export const GetMemoryHealthResponseSchema: GenMessage<GetMemoryHealthResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 27);
+
+/**
+ * Request of Checkpoint.
+ *
+ * @generated from message engram.v2.CheckpointRequest
+ */
+export type CheckpointRequest = Message<"engram.v2.CheckpointRequest"> & {
+  /**
+   * Run the checkpoint belongs to. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Optional label, e.g. `pre-compaction-3`.
+   *
+   * @generated from field: string label = 2;
+   */
+  label: string;
+
+  /**
+   * The context window content being saved, at most 1 MiB. Required.
+   *
+   * @generated from field: string context_snapshot = 3;
+   */
+  contextSnapshot: string;
+
+  /**
+   * Optional JSON object: agent states, tool results, anything to restore.
+   *
+   * @generated from field: string metadata_json = 4;
+   */
+  metadataJson: string;
+
+  /**
+   * Logical user the checkpoint is about.
+   *
+   * @generated from field: string user_id = 5;
+   */
+  userId: string;
+
+  /**
+   * Agent that saves the checkpoint.
+   *
+   * @generated from field: string agent_id = 6;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message engram.v2.CheckpointRequest.
+ * Use `create(CheckpointRequestSchema)` to create a new message.
+ */
+export const CheckpointRequestSchema: GenMessage<CheckpointRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 28);
+
+/**
+ * Response of Checkpoint.
+ *
+ * @generated from message engram.v2.CheckpointResponse
+ */
+export type CheckpointResponse = Message<"engram.v2.CheckpointResponse"> & {
+  /**
+   * True when the checkpoint is durable.
+   *
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * Id of the checkpoint; it is also its `reference_id` for Dereference.
+   *
+   * @generated from field: string checkpoint_id = 2;
+   */
+  checkpointId: string;
+
+  /**
+   * Estimated tokens of `context_snapshot` (⌈characters / 4⌉).
+   *
+   * @generated from field: uint32 token_estimate = 3;
+   */
+  tokenEstimate: number;
+
+  /**
+   * Engram design: RFC 3339 time the checkpoint was stored.
+   *
+   * @generated from field: string created_at = 4;
+   */
+  createdAt: string;
+};
+
+/**
+ * Describes the message engram.v2.CheckpointResponse.
+ * Use `create(CheckpointResponseSchema)` to create a new message.
+ */
+export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 29);
+
+/**
  * One evidence item of a query answer or context block.
  *
  * @generated from message engram.v2.QueryEvidence
@@ -398,6 +2091,13 @@ export type QueryEvidence = Message<"engram.v2.QueryEvidence"> & {
    * @generated from field: string created_at = 16;
    */
   createdAt: string;
+
+  /**
+   * Score breakdown; set only when the query asked for `explain`.
+   *
+   * @generated from field: engram.v2.ExplainInfo explain_info = 17;
+   */
+  explainInfo?: ExplainInfo | undefined;
 };
 
 /**
@@ -405,7 +2105,918 @@ export type QueryEvidence = Message<"engram.v2.QueryEvidence"> & {
  * Use `create(QueryEvidenceSchema)` to create a new message.
  */
 export const QueryEvidenceSchema: GenMessage<QueryEvidence> = /*@__PURE__*/
-  messageDesc(file_engram_v2_memory_service, 4);
+  messageDesc(file_engram_v2_memory_service, 30);
+
+/**
+ * Score breakdown of one evidence item, returned when the query set
+ * `explain`.
+ *
+ * @generated from message engram.v2.ExplainInfo
+ */
+export type ExplainInfo = Message<"engram.v2.ExplainInfo"> & {
+  /**
+   * Vector (cosine) similarity component.
+   *
+   * @generated from field: double semantic_score = 1;
+   */
+  semanticScore: number;
+
+  /**
+   * Lexical (BM25) component, normalised to [0, 1].
+   *
+   * @generated from field: double lexical_score = 2;
+   */
+  lexicalScore: number;
+
+  /**
+   * Recency component in [0, 1]; 1 for the newest entry.
+   *
+   * @generated from field: double recency_score = 3;
+   */
+  recencyScore: number;
+
+  /**
+   * Age decay multiplier applied to the semantic component; 1 means none.
+   *
+   * @generated from field: double temporal_decay_factor = 4;
+   */
+  temporalDecayFactor: number;
+
+  /**
+   * Whether the stale-entry penalty was applied.
+   *
+   * @generated from field: bool stale_penalty_applied = 5;
+   */
+  stalePenaltyApplied: boolean;
+
+  /**
+   * Fusion weights used, by component name (`semantic`, `lexical`,
+   * `recency`).
+   *
+   * @generated from field: map<string, double> fusion_weights_used = 6;
+   */
+  fusionWeightsUsed: { [key: string]: number };
+
+  /**
+   * Whether the query text was read as asking about a time period.
+   *
+   * @generated from field: bool temporal_intent_detected = 7;
+   */
+  temporalIntentDetected: boolean;
+
+  /**
+   * The effective `rank_by`: `relevance`, `freshness` or `balanced`.
+   *
+   * @generated from field: string rank_by_mode = 8;
+   */
+  rankByMode: string;
+};
+
+/**
+ * Describes the message engram.v2.ExplainInfo.
+ * Use `create(ExplainInfoSchema)` to create a new message.
+ */
+export const ExplainInfoSchema: GenMessage<ExplainInfo> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 31);
+
+/**
+ * One item of an Ingest request. Its entry type is, in order: `entry_type`
+ * when set; else the type `intent` maps to; else `fact`.
+ *
+ * @generated from message engram.v2.IngestItem
+ */
+export type IngestItem = Message<"engram.v2.IngestItem"> & {
+  /**
+   * Caller's id for the item, echoed in the job's `traces`; default
+   * `item-<index>`. It is not the stored entry's id.
+   *
+   * @generated from field: string item_id = 1;
+   */
+  itemId: string;
+
+  /**
+   * MIME type of the content, default `text/plain`; stored as metadata.
+   *
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * Text stored as the entry content. Required unless `payload_json` is set.
+   *
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * Optional JSON payload. When `text` is empty the payload's JSON text is
+   * the entry content; otherwise it is kept in metadata.
+   *
+   * @generated from field: string payload_json = 4;
+   */
+  payloadJson: string;
+
+  /**
+   * Optional JSON object of caller hints; stored in metadata, not
+   * interpreted.
+   *
+   * @generated from field: string hints_json = 5;
+   */
+  hintsJson: string;
+
+  /**
+   * Optional JSON object stored with the entry. Its keys
+   * `occurrence_time`, `event_time` or `session_date` are read when
+   * `occurrence_time` is 0.
+   *
+   * @generated from field: string metadata_json = 6;
+   */
+  metadataJson: string;
+
+  /**
+   * Optional intent tag: one of the entry types (`fact`, `lesson`, `rule`,
+   * `trace`, `working_memory`, `archive_block`, `checkpoint`), or
+   * `observation`, `context` or `mental_model` (stored as `fact`),
+   * `reflection` (stored as `lesson`), `tool_output`, `log`, `task_result`,
+   * `handoff`, `feedback` or `step_outcome` (stored as `trace`). Unknown
+   * values are INVALID_ARGUMENT.
+   *
+   * @generated from field: string intent = 7;
+   */
+  intent: string;
+
+  /**
+   * For lessons: `success`, `failure`, `observation` (default), `rule` or
+   * `preference`.
+   *
+   * @generated from field: string lesson_type = 8;
+   */
+  lessonType: string;
+
+  /**
+   * For lessons: `run` (default) or `session` (recalled in this run only) or
+   * `global` (recalled in every run of the same key owner and `user_id`).
+   *
+   * @generated from field: string lesson_scope = 9;
+   */
+  lessonScope: string;
+
+  /**
+   * For lessons: `low`, `medium` (default), `high` or `critical`.
+   *
+   * @generated from field: string lesson_importance = 10;
+   */
+  lessonImportance: string;
+
+  /**
+   * For lessons: optional JSON array of strings, the conditions under which
+   * the lesson applies.
+   *
+   * @generated from field: string lesson_conditions_json = 11;
+   */
+  lessonConditionsJson: string;
+
+  /**
+   * Logical user the item is about; partitions memory within the run.
+   *
+   * @generated from field: string user_id = 12;
+   */
+  userId: string;
+
+  /**
+   * Optional upsert key: an existing entry with the same key in the same
+   * run and `user_id` is superseded (it becomes stale, `superseded_by` the
+   * new entry) instead of living on as a duplicate.
+   *
+   * @generated from field: string upsert_key = 13;
+   */
+  upsertKey: string;
+
+  /**
+   * `low`, `medium`, `high` or `critical`. Default: `lesson_importance` for
+   * lessons, `high` for rules, `medium` otherwise.
+   *
+   * @generated from field: string importance = 14;
+   */
+  importance: string;
+
+  /**
+   * Who produced the item: `agent` (default), `human` or `system`.
+   *
+   * @generated from field: string source = 15;
+   */
+  source: string;
+
+  /**
+   * Optional lane: the item is then visible only to queries whose
+   * `lane_filter` is empty or equal to it.
+   *
+   * @generated from field: string lane = 16;
+   */
+  lane: string;
+
+  /**
+   * Unix seconds when the event occurred, distinct from ingestion time. When
+   * 0, read from `metadata_json` (see there), else the ingestion time.
+   *
+   * @generated from field: int64 occurrence_time = 17;
+   */
+  occurrenceTime: bigint;
+
+  /**
+   * Environment tags in `TYPE:NAME` or `TYPE:NAME:VERSION` form, e.g.
+   * `lang:python:3.12`; used for tag-aware ranking.
+   *
+   * @generated from field: repeated string env_tags = 18;
+   */
+  envTags: string[];
+
+  /**
+   * Engram design: optional caller-computed vector stored instead of the
+   * server's embedding of the content. Must have the server embedder's
+   * dimension, else INVALID_ARGUMENT.
+   *
+   * @generated from field: repeated float embedding = 19;
+   */
+  embedding: number[];
+
+  /**
+   * Engram design: explicit entry type, overriding `intent`: `fact`,
+   * `lesson`, `rule`, `trace`, `working_memory`, `archive_block` or
+   * `checkpoint`.
+   *
+   * @generated from field: string entry_type = 20;
+   */
+  entryType: string;
+};
+
+/**
+ * Describes the message engram.v2.IngestItem.
+ * Use `create(IngestItemSchema)` to create a new message.
+ */
+export const IngestItemSchema: GenMessage<IngestItem> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 32);
+
+/**
+ * One item of a BatchInsert request.
+ *
+ * @generated from message engram.v2.BatchInsertItem
+ */
+export type BatchInsertItem = Message<"engram.v2.BatchInsertItem"> & {
+  /**
+   * Caller's id for the item, echoed in its result; default `item-<index>`.
+   *
+   * @generated from field: string item_id = 1;
+   */
+  itemId: string;
+
+  /**
+   * Text stored as the entry content. An item with empty text fails alone.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * Optional JSON object stored with the entry; invalid JSON fails the item.
+   *
+   * @generated from field: string metadata_json = 3;
+   */
+  metadataJson: string;
+
+  /**
+   * Who produced the item: `agent` (default), `human` or `system`.
+   *
+   * @generated from field: string source = 4;
+   */
+  source: string;
+
+  /**
+   * Optional caller-computed vector stored instead of the server's
+   * embedding; a wrong dimension fails the item.
+   *
+   * @generated from field: repeated float embedding = 5;
+   */
+  embedding: number[];
+
+  /**
+   * Environment tags in `TYPE:NAME` or `TYPE:NAME:VERSION` form.
+   *
+   * @generated from field: repeated string env_tags = 6;
+   */
+  envTags: string[];
+
+  /**
+   * Engram design: entry type, default `fact`; any type except `lesson`
+   * (use Ingest or Remember for lessons, which need lesson fields).
+   *
+   * @generated from field: string entry_type = 7;
+   */
+  entryType: string;
+
+  /**
+   * Engram design: logical user the item is about.
+   *
+   * @generated from field: string user_id = 8;
+   */
+  userId: string;
+
+  /**
+   * Engram design: optional lane (see IngestItem.lane).
+   *
+   * @generated from field: string lane = 9;
+   */
+  lane: string;
+
+  /**
+   * Engram design: unix seconds when the event occurred; default the
+   * insertion time.
+   *
+   * @generated from field: int64 occurrence_time = 10;
+   */
+  occurrenceTime: bigint;
+};
+
+/**
+ * Describes the message engram.v2.BatchInsertItem.
+ * Use `create(BatchInsertItemSchema)` to create a new message.
+ */
+export const BatchInsertItemSchema: GenMessage<BatchInsertItem> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 33);
+
+/**
+ * Result of one BatchInsert item.
+ *
+ * @generated from message engram.v2.BatchInsertItemResult
+ */
+export type BatchInsertItemResult = Message<"engram.v2.BatchInsertItemResult"> & {
+  /**
+   * The item's `item_id`.
+   *
+   * @generated from field: string item_id = 1;
+   */
+  itemId: string;
+
+  /**
+   * True when the item was stored or deduplicated.
+   *
+   * @generated from field: bool success = 2;
+   */
+  success: boolean;
+
+  /**
+   * Engram design: id of the stored (or, when deduplicated, the existing)
+   * entry; empty on failure.
+   *
+   * @generated from field: string entry_id = 3;
+   */
+  entryId: string;
+
+  /**
+   * Why the item failed, naming the field; empty on success.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+
+  /**
+   * Engram design: true when `deduplicate` matched an existing entry and
+   * nothing new was stored.
+   *
+   * @generated from field: bool deduplicated = 5;
+   */
+  deduplicated: boolean;
+};
+
+/**
+ * Describes the message engram.v2.BatchInsertItemResult.
+ * Use `create(BatchInsertItemResultSchema)` to create a new message.
+ */
+export const BatchInsertItemResultSchema: GenMessage<BatchInsertItemResult> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 34);
+
+/**
+ * What an ingest job did with one item.
+ *
+ * @generated from message engram.v2.IngestDecisionTrace
+ */
+export type IngestDecisionTrace = Message<"engram.v2.IngestDecisionTrace"> & {
+  /**
+   * The item's `item_id`.
+   *
+   * @generated from field: string item_id = 1;
+   */
+  itemId: string;
+
+  /**
+   * The item's `content_type`.
+   *
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * Entry types the item was stored as (one in Engram).
+   *
+   * @generated from field: repeated string selected_types = 3;
+   */
+  selectedTypes: string[];
+
+  /**
+   * How the type was chosen: `entry_type`, `intent` or `default`.
+   *
+   * @generated from field: string reasoning = 4;
+   */
+  reasoning: string;
+
+  /**
+   * The writes performed for the item.
+   *
+   * @generated from field: repeated engram.v2.IngestWriteResult writes = 5;
+   */
+  writes: IngestWriteResult[];
+
+  /**
+   * Confidence of the type decision: 1 when chosen by `entry_type` or
+   * `intent`, lower for the default.
+   *
+   * @generated from field: double confidence = 6;
+   */
+  confidence: number;
+};
+
+/**
+ * Describes the message engram.v2.IngestDecisionTrace.
+ * Use `create(IngestDecisionTraceSchema)` to create a new message.
+ */
+export const IngestDecisionTraceSchema: GenMessage<IngestDecisionTrace> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 35);
+
+/**
+ * One storage write of an ingest job.
+ *
+ * @generated from message engram.v2.IngestWriteResult
+ */
+export type IngestWriteResult = Message<"engram.v2.IngestWriteResult"> & {
+  /**
+   * Entry type written.
+   *
+   * @generated from field: string memory_type = 1;
+   */
+  memoryType: string;
+
+  /**
+   * Id of the stored entry (the `id` it has in evidence).
+   *
+   * @generated from field: string record_id = 2;
+   */
+  recordId: string;
+
+  /**
+   * True when the write is durable.
+   *
+   * @generated from field: bool success = 3;
+   */
+  success: boolean;
+
+  /**
+   * Why the write failed; empty on success.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message engram.v2.IngestWriteResult.
+ * Use `create(IngestWriteResultSchema)` to create a new message.
+ */
+export const IngestWriteResultSchema: GenMessage<IngestWriteResult> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 36);
+
+/**
+ * Ingest job counters of one agent in a run.
+ *
+ * @generated from message engram.v2.IngestAgentStats
+ */
+export type IngestAgentStats = Message<"engram.v2.IngestAgentStats"> & {
+  /**
+   * The submitting agent; empty for jobs without `agent_id`.
+   *
+   * @generated from field: string agent_id = 1;
+   */
+  agentId: string;
+
+  /**
+   * Jobs accepted.
+   *
+   * @generated from field: uint32 job_count = 2;
+   */
+  jobCount: number;
+
+  /**
+   * Jobs in state `completed`.
+   *
+   * @generated from field: uint32 completed_job_count = 3;
+   */
+  completedJobCount: number;
+
+  /**
+   * Jobs in state `failed`.
+   *
+   * @generated from field: uint32 failed_job_count = 4;
+   */
+  failedJobCount: number;
+
+  /**
+   * Ingest calls answered from an earlier job.
+   *
+   * @generated from field: uint32 deduplicated_job_count = 5;
+   */
+  deduplicatedJobCount: number;
+
+  /**
+   * Items submitted in the agent's jobs.
+   *
+   * @generated from field: uint32 item_count = 6;
+   */
+  itemCount: number;
+
+  /**
+   * RFC 3339 time of the agent's latest job.
+   *
+   * @generated from field: string last_job_at = 7;
+   */
+  lastJobAt: string;
+};
+
+/**
+ * Describes the message engram.v2.IngestAgentStats.
+ * Use `create(IngestAgentStatsSchema)` to create a new message.
+ */
+export const IngestAgentStatsSchema: GenMessage<IngestAgentStats> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 37);
+
+/**
+ * Summary of one context section, for progressive disclosure.
+ *
+ * @generated from message engram.v2.ContextSectionSummary
+ */
+export type ContextSectionSummary = Message<"engram.v2.ContextSectionSummary"> & {
+  /**
+   * Section key: `active_rules`, `lessons`, `facts`, `working_memory`,
+   * `checkpoints`, `archive_blocks` or `traces`.
+   *
+   * @generated from field: string section_name = 1;
+   */
+  sectionName: string;
+
+  /**
+   * Items of the section included in the block (or that would be, in
+   * `summary` mode).
+   *
+   * @generated from field: uint32 item_count = 2;
+   */
+  itemCount: number;
+
+  /**
+   * First 200 characters of the section's best item.
+   *
+   * @generated from field: string top_item_preview = 3;
+   */
+  topItemPreview: string;
+
+  /**
+   * Estimated tokens of the section's text.
+   *
+   * @generated from field: uint32 estimated_tokens = 4;
+   */
+  estimatedTokens: number;
+};
+
+/**
+ * Describes the message engram.v2.ContextSectionSummary.
+ * Use `create(ContextSectionSummarySchema)` to create a new message.
+ */
+export const ContextSectionSummarySchema: GenMessage<ContextSectionSummary> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 38);
+
+/**
+ * One stored entry as listed by ListActivity and exported by ExportActivity.
+ * Engram design: the shape mirrors an evidence item without scoring.
+ *
+ * @generated from message engram.v2.ActivityEntry
+ */
+export type ActivityEntry = Message<"engram.v2.ActivityEntry"> & {
+  /**
+   * Entry id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Run (session) of the entry.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+
+  /**
+   * Logical user the entry is about; empty when none.
+   *
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * Agent that wrote the entry.
+   *
+   * @generated from field: string agent_id = 4;
+   */
+  agentId: string;
+
+  /**
+   * `fact`, `lesson`, `rule`, `trace`, `working_memory`, `archive_block` or
+   * `checkpoint`.
+   *
+   * @generated from field: string entry_type = 5;
+   */
+  entryType: string;
+
+  /**
+   * Entry text; at most 200 characters in `compact` projection.
+   *
+   * @generated from field: string content = 6;
+   */
+  content: string;
+
+  /**
+   * `agent`, `human` or `system`.
+   *
+   * @generated from field: string source = 7;
+   */
+  source: string;
+
+  /**
+   * `low`, `medium`, `high` or `critical`.
+   *
+   * @generated from field: string importance = 8;
+   */
+  importance: string;
+
+  /**
+   * RFC 3339 time the entry was stored.
+   *
+   * @generated from field: string created_at = 9;
+   */
+  createdAt: string;
+
+  /**
+   * The entry's metadata as a JSON object string; empty in `compact`
+   * projection.
+   *
+   * @generated from field: string metadata_json = 10;
+   */
+  metadataJson: string;
+
+  /**
+   * Stable exact-reference id, when the entry can be dereferenced.
+   *
+   * @generated from field: string reference_id = 11;
+   */
+  referenceId: string;
+
+  /**
+   * Whether the entry can be fetched byte for byte with Dereference.
+   *
+   * @generated from field: bool referenceable = 12;
+   */
+  referenceable: boolean;
+
+  /**
+   * The entry's upsert key; empty when none.
+   *
+   * @generated from field: string upsert_key = 13;
+   */
+  upsertKey: string;
+
+  /**
+   * Type of the entry the server derived this one from (e.g. `fact` for a
+   * lesson promoted from facts); equals `entry_type` for written entries.
+   *
+   * @generated from field: string origin_entry_type = 14;
+   */
+  originEntryType: string;
+
+  /**
+   * Lane of the entry; empty when it has none.
+   *
+   * @generated from field: string lane = 15;
+   */
+  lane: string;
+
+  /**
+   * Unix seconds when the entry's event happened.
+   *
+   * @generated from field: int64 occurrence_time = 16;
+   */
+  occurrenceTime: bigint;
+
+  /**
+   * True when a newer entry with the same upsert key superseded this one.
+   *
+   * @generated from field: bool is_stale = 17;
+   */
+  isStale: boolean;
+
+  /**
+   * Id of the superseding entry; empty when not stale.
+   *
+   * @generated from field: string superseded_by = 18;
+   */
+  supersededBy: string;
+
+  /**
+   * True when the server derived the entry (reflection, promotion) rather
+   * than a caller writing it; these are left out by `exclude_derived`.
+   *
+   * @generated from field: bool derived = 19;
+   */
+  derived: boolean;
+};
+
+/**
+ * Describes the message engram.v2.ActivityEntry.
+ * Use `create(ActivityEntrySchema)` to create a new message.
+ */
+export const ActivityEntrySchema: GenMessage<ActivityEntry> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 39);
+
+/**
+ * One activity record to append.
+ *
+ * @generated from message engram.v2.ActivityRecord
+ */
+export type ActivityRecord = Message<"engram.v2.ActivityRecord"> & {
+  /**
+   * Kind of activity, free-form, e.g. `tool_call`, `message`, `decision`.
+   * Required.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * What happened: free text or a JSON string. Required.
+   *
+   * @generated from field: string payload = 2;
+   */
+  payload: string;
+
+  /**
+   * Optional name of the tool involved.
+   *
+   * @generated from field: string tool_name = 3;
+   */
+  toolName: string;
+
+  /**
+   * Optional reference to the input (a `reference_id`, URL, file path...).
+   *
+   * @generated from field: string input_ref = 4;
+   */
+  inputRef: string;
+
+  /**
+   * Optional reference to the output.
+   *
+   * @generated from field: string output_ref = 5;
+   */
+  outputRef: string;
+
+  /**
+   * Optional RFC 3339 time the activity happened; default the append time.
+   * Stored as the entry's occurrence time.
+   *
+   * @generated from field: string ts = 6;
+   */
+  ts: string;
+
+  /**
+   * Optional agent that performed the activity; defaults to the request's
+   * `agent_id`.
+   *
+   * @generated from field: string agent_id = 7;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message engram.v2.ActivityRecord.
+ * Use `create(ActivityRecordSchema)` to create a new message.
+ */
+export const ActivityRecordSchema: GenMessage<ActivityRecord> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 40);
+
+/**
+ * Two lessons that appear to contradict each other.
+ *
+ * @generated from message engram.v2.LessonContradiction
+ */
+export type LessonContradiction = Message<"engram.v2.LessonContradiction"> & {
+  /**
+   * Id of the first lesson (the older one).
+   *
+   * @generated from field: string lesson_a_id = 1;
+   */
+  lessonAId: string;
+
+  /**
+   * Id of the second lesson.
+   *
+   * @generated from field: string lesson_b_id = 2;
+   */
+  lessonBId: string;
+
+  /**
+   * Content similarity of the two lessons in [0, 1].
+   *
+   * @generated from field: double similarity = 3;
+   */
+  similarity: number;
+
+  /**
+   * `lesson_type` of the first lesson.
+   *
+   * @generated from field: string lesson_a_type = 4;
+   */
+  lessonAType: string;
+
+  /**
+   * `lesson_type` of the second lesson.
+   *
+   * @generated from field: string lesson_b_type = 5;
+   */
+  lessonBType: string;
+};
+
+/**
+ * Describes the message engram.v2.LessonContradiction.
+ * Use `create(LessonContradictionSchema)` to create a new message.
+ */
+export const LessonContradictionSchema: GenMessage<LessonContradiction> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 41);
+
+/**
+ * Health of one context section.
+ *
+ * @generated from message engram.v2.MemorySectionHealth
+ */
+export type MemorySectionHealth = Message<"engram.v2.MemorySectionHealth"> & {
+  /**
+   * Section key, as in ContextSectionSummary.
+   *
+   * @generated from field: string section_name = 1;
+   */
+  sectionName: string;
+
+  /**
+   * Inspected entries in the section.
+   *
+   * @generated from field: uint32 count = 2;
+   */
+  count: number;
+
+  /**
+   * Mean confidence of the section's entries in [0, 1] (1 for entries
+   * without a confidence).
+   *
+   * @generated from field: double avg_confidence = 3;
+   */
+  avgConfidence: number;
+
+  /**
+   * Mean age of the section's entries in hours.
+   *
+   * @generated from field: double avg_age_hours = 4;
+   */
+  avgAgeHours: number;
+
+  /**
+   * Engram design: stale entries in the section.
+   *
+   * @generated from field: uint32 stale_count = 5;
+   */
+  staleCount: number;
+};
+
+/**
+ * Describes the message engram.v2.MemorySectionHealth.
+ * Use `create(MemorySectionHealthSchema)` to create a new message.
+ */
+export const MemorySectionHealthSchema: GenMessage<MemorySectionHealth> = /*@__PURE__*/
+  messageDesc(file_engram_v2_memory_service, 42);
 
 /**
  * MemoryService stores typed memory entries and answers questions over them.
@@ -442,6 +3053,208 @@ export const MemoryService: GenService<{
     methodKind: "unary";
     input: typeof RecallRequestSchema;
     output: typeof RecallResponseSchema;
+  },
+  /**
+   * Starts an asynchronous ingest job that stores 1 to 1000 typed items in
+   * `run_id` and answers at once with the job id; poll GetIngestJob (or
+   * subscribe to `ingest.job.completed`) to learn when the items are
+   * searchable. The whole request is validated before the job is accepted, so
+   * a job never fails on bad input. A repeat with the same `idempotency_key`
+   * in the same run returns the first job with `deduplicated` = true and
+   * stores nothing. Errors: INVALID_ARGUMENT (empty `run_id`; empty `items` or
+   * more than 1000 items, field `items`; an item with no `text` and no
+   * `payload_json`, an unknown `entry_type`, `intent`, `lesson_type`,
+   * `lesson_scope`, `lesson_importance`, `importance` or `source`, invalid
+   * JSON in a `*_json` field, or an `embedding` of the wrong dimension, field
+   * `items[i].<name>`), PERMISSION_DENIED (`agent_id` is registered in the run
+   * with `write_scopes` that exclude an item's entry type).
+   *
+   * @generated from rpc engram.v2.MemoryService.Ingest
+   */
+  ingest: {
+    methodKind: "unary";
+    input: typeof IngestRequestSchema;
+    output: typeof IngestResponseSchema;
+  },
+  /**
+   * Compatibility bulk write: stores 1 to 1000 items synchronously and
+   * answers once they are durable and searchable, with one result per item.
+   * Request-level problems reject the whole call; an item-level problem only
+   * fails that item (see `item_results`): empty `text`, invalid
+   * `metadata_json`, unknown `entry_type` or `source`, wrong `embedding`
+   * dimension, or an entry type outside the `write_scopes` of a registered
+   * `agent_id`. Errors: INVALID_ARGUMENT (empty `run_id`; empty `items` or
+   * more than 1000 items, field `items`).
+   *
+   * @generated from rpc engram.v2.MemoryService.BatchInsert
+   */
+  batchInsert: {
+    methodKind: "unary";
+    input: typeof BatchInsertRequestSchema;
+    output: typeof BatchInsertResponseSchema;
+  },
+  /**
+   * Returns the state of one ingest job. Job states move only forward:
+   * `queued` → `running` → `completed` or `failed`; `done` is true in the last
+   * two. Job records are kept until their run is deleted. Errors:
+   * INVALID_ARGUMENT (empty `job_id`), NOT_FOUND (no such job of the caller,
+   * or the job belongs to another run than a non-empty `run_id`).
+   *
+   * @generated from rpc engram.v2.MemoryService.GetIngestJob
+   */
+  getIngestJob: {
+    methodKind: "unary";
+    input: typeof GetIngestJobRequestSchema;
+    output: typeof GetIngestJobResponseSchema;
+  },
+  /**
+   * Returns ingest counters of one run: entries written, by type, and job
+   * totals. A run with no ingest answers zeros, not NOT_FOUND. Errors:
+   * INVALID_ARGUMENT (empty `run_id`).
+   *
+   * @generated from rpc engram.v2.MemoryService.GetIngestStats
+   */
+  getIngestStats: {
+    methodKind: "unary";
+    input: typeof GetIngestStatsRequestSchema;
+    output: typeof GetIngestStatsResponseSchema;
+  },
+  /**
+   * Answer-oriented routed retrieval: answers `query` from the run's memory
+   * (plus the caller's global lessons and, on request, linked runs) with
+   * ranked evidence and citations. Errors: INVALID_ARGUMENT (empty `run_id`
+   * or `query`; unknown `mode`, `direct_lane`, `budget`, `rank_by` or
+   * `entry_types` value; `min_timestamp` greater than `max_timestamp`;
+   * `embedding` of the wrong dimension), PERMISSION_DENIED (`mode` =
+   * `direct_bypass` while the server flag SERVICE_CORE_ENABLE_DIRECT_SEARCH is
+   * off).
+   *
+   * @generated from rpc engram.v2.MemoryService.Query
+   */
+  query: {
+    methodKind: "unary";
+    input: typeof QueryRequestSchema;
+    output: typeof QueryResponseSchema;
+  },
+  /**
+   * Assembles a context block ready to paste into an LLM prompt: the best
+   * entries for `query`, grouped in sections, filled in priority order until
+   * the token budget is spent, with pressure telemetry that tells what the
+   * budget cost. Tokens are estimated as ⌈characters / 4⌉. Errors:
+   * INVALID_ARGUMENT (empty `run_id`; unknown `mode`, `format`, `budget`,
+   * `entry_types` or `sections` value; `mode` = `sections` with empty
+   * `sections`; `min_timestamp` greater than `max_timestamp`).
+   *
+   * @generated from rpc engram.v2.MemoryService.GetContext
+   */
+  getContext: {
+    methodKind: "unary";
+    input: typeof GetContextRequestSchema;
+    output: typeof GetContextResponseSchema;
+  },
+  /**
+   * Browses stored entries in creation order, one page at a time. Errors:
+   * INVALID_ARGUMENT (`created_after` or `created_before` not RFC 3339;
+   * unknown `sort`, `projection` or `entry_types` value; a `page_token` that
+   * is malformed or was issued for other filters).
+   *
+   * @generated from rpc engram.v2.MemoryService.ListActivity
+   */
+  listActivity: {
+    methodKind: "unary";
+    input: typeof ListActivityRequestSchema;
+    output: typeof ListActivityResponseSchema;
+  },
+  /**
+   * Exports every entry matching the filters, in one response, as JSON Lines
+   * (one ActivityEntry in full projection per line). Errors: INVALID_ARGUMENT
+   * (as ListActivity for the shared filter fields).
+   *
+   * @generated from rpc engram.v2.MemoryService.ExportActivity
+   */
+  exportActivity: {
+    methodKind: "unary";
+    input: typeof ExportActivityRequestSchema;
+    output: typeof ExportActivityResponseSchema;
+  },
+  /**
+   * Appends one activity record (a tool call, a message, a decision...) to
+   * the run's timeline. Engram design: the record is stored as a `trace`
+   * entry whose content is `payload` and whose metadata holds
+   * `activity_type`, `tool_name`, `input_ref` and `output_ref`; it appears in
+   * ListActivity, ExportActivity and query evidence, and `event_id` is its
+   * entry id. Emits `activity.appended` and `entry.created`. Errors:
+   * INVALID_ARGUMENT (empty `run_id`; missing `activity`, empty
+   * `activity.type` or `activity.payload`; `activity.ts` not RFC 3339),
+   * PERMISSION_DENIED (the agent is registered in the run with
+   * `write_scopes` that exclude `trace`).
+   *
+   * @generated from rpc engram.v2.MemoryService.AppendActivity
+   */
+  appendActivity: {
+    methodKind: "unary";
+    input: typeof AppendActivityRequestSchema;
+    output: typeof AppendActivityResponseSchema;
+  },
+  /**
+   * Stores an exact artifact block (code, a diff, a log, a document...) as an
+   * `archive_block` entry and returns a stable `reference_id`. The content is
+   * kept byte for byte, never chunked, summarised or rewritten, and
+   * Dereference returns it unchanged. Errors: INVALID_ARGUMENT (empty
+   * `run_id` or `content`; `content` over 1 MiB; invalid `metadata_json`;
+   * unknown `importance`), PERMISSION_DENIED (`agent_id` is registered in the
+   * run with `write_scopes` that exclude `archive_block`).
+   *
+   * @generated from rpc engram.v2.MemoryService.ArchiveBlock
+   */
+  archiveBlock: {
+    methodKind: "unary";
+    input: typeof ArchiveBlockRequestSchema;
+    output: typeof ArchiveBlockResponseSchema;
+  },
+  /**
+   * Fetches the exact stored content behind a `reference_id` (from
+   * ArchiveBlock, from Checkpoint's `checkpoint_id`, or from
+   * `evidence[].reference_id` of a referenceable evidence item). An unknown
+   * reference answers `found` = false rather than an error. Errors:
+   * INVALID_ARGUMENT (empty `reference_id`).
+   *
+   * @generated from rpc engram.v2.MemoryService.Dereference
+   */
+  dereference: {
+    methodKind: "unary";
+    input: typeof DereferenceRequestSchema;
+    output: typeof DereferenceResponseSchema;
+  },
+  /**
+   * Reports memory quality: counts by entry type, stale entries, lesson
+   * contradictions, low-confidence lessons, promotion candidates and
+   * per-section health. Read-only. Errors: none beyond authentication; an
+   * unknown run answers zero counts.
+   *
+   * @generated from rpc engram.v2.MemoryService.GetMemoryHealth
+   */
+  getMemoryHealth: {
+    methodKind: "unary";
+    input: typeof GetMemoryHealthRequestSchema;
+    output: typeof GetMemoryHealthResponseSchema;
+  },
+  /**
+   * Saves a durable checkpoint of the agent's context window before
+   * compaction or a hand-over, as a `checkpoint` entry. The checkpoint is
+   * surfaced by Query and GetContext (retrieval mode `checkpoint`) and its
+   * exact text can be fetched with Dereference using `checkpoint_id`. Errors:
+   * INVALID_ARGUMENT (empty `run_id` or `context_snapshot`;
+   * `context_snapshot` over 1 MiB; invalid `metadata_json`),
+   * PERMISSION_DENIED (`agent_id` is registered in the run with
+   * `write_scopes` that exclude `checkpoint`). Emits `checkpoint.created`.
+   *
+   * @generated from rpc engram.v2.MemoryService.Checkpoint
+   */
+  checkpoint: {
+    methodKind: "unary";
+    input: typeof CheckpointRequestSchema;
+    output: typeof CheckpointResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_engram_v2_memory_service, 0);

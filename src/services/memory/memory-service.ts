@@ -4,6 +4,7 @@ import { MemoryService, type QueryEvidence } from "../../../gen/engram/v2/memory
 import { callerOf, isAdmin } from "../../auth/principal.js";
 import { invalidArgument } from "../../platform/errors.js";
 import type { Metrics } from "../../platform/metrics.js";
+import type { EventBus } from "../../events/event-bus.js";
 import { ENTRY_TYPES, type EntryStore, type EntryType, type Visibility } from "../../storage/entry-store.js";
 import type { Embedder } from "../../retrieval/embedder.js";
 import type { RecallSearch, Hit } from "../../retrieval/recall-search.js";
@@ -77,6 +78,7 @@ export function memoryService(
   entries: EntryStore,
   embedder: Embedder,
   search: RecallSearch,
+  events: EventBus,
   metrics: Metrics,
 ): Partial<ServiceImpl<typeof MemoryService>> {
   return {
@@ -115,6 +117,13 @@ export function memoryService(
       if (record === undefined) throw new Error("append returned no record");
       metrics.storageWrites.inc({ kind: "entry" });
       metrics.ingestItems.inc({ entry_type: record.entryType });
+      events.publish({
+        type: "entry.created",
+        owner: record.owner,
+        runId: sessionId,
+        agentId: record.agentId,
+        payload: JSON.stringify({ entry_id: record.id, entry_type: record.entryType, user_id: record.userId, lane: "", upsert_key: "", source: "remember" }),
+      });
       return {
         success: true,
         entryId: record.id,

@@ -1,0 +1,45 @@
+# Engram: `make run` installs, generates, builds and starts on :3000; `make test` runs every check CI runs.
+SHELL := /bin/bash
+NPM_FLAGS := --no-audit --no-fund
+
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality clean
+
+node_modules/.installed: package.json package-lock.json
+	npm ci $(NPM_FLAGS)
+	@touch $@
+
+install: node_modules/.installed
+
+generate: install
+	npx buf generate
+
+# Generated code is committed; fail when it differs from what `buf generate` produces.
+check-generated: generate
+	@if [ -n "$$(git status --porcelain -- gen)" ]; then \
+		echo "gen/ is out of date with proto/: run 'make generate' and commit gen/"; \
+		git status --porcelain -- gen; exit 1; fi
+
+build: generate
+	npx tsc -p tsconfig.build.json
+
+run: build
+	node dist/src/serve.js
+
+lint: install
+	npx buf lint
+	npx eslint .
+
+typecheck: install
+	npx tsc -p tsconfig.json --noEmit
+
+test: check-generated lint typecheck
+	node scripts/run-tests.mjs
+
+bench: build
+	node --expose-gc bench/run.mjs
+
+bench-quality: build
+	node bench/quality.mjs
+
+clean:
+	rm -rf dist node_modules .vitest-results.json

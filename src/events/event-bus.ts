@@ -1,0 +1,105 @@
+// In-process fan-out of control events to live subscribers, in publish order, with a bounded queue each.
+import { Code, ConnectError } from "@connectrpc/connect";
+
+export interface ControlEvent {
+  readonly id: string;
+  readonly type: string;
+  /** Auth user id of the run's owner. */
+  readonly owner: number;
+  readonly runId: string;
+  readonly agentId: string;
+  /** JSON object text. */
+  readonly payload: string;
+  readonly createdAt: string;
+}
+
+export interface EventFilter {
+  /** Owner whose events are delivered; undefined delivers every owner's (admins). */
+  readonly owner: number | undefined;
+  /** Run to watch; "" for every run. */
+  readonly runId: string;
+  /** Exact types, or prefixes ending in "." for patterns like `lesson.*`; empty for all. */
+  readonly types: readonly string[];
+}
+
+/** A subscriber that falls this far behind is cut off rather than let memory grow without bound. */
+export const MAX_PENDING_EVENTS = 1000;
+
+function matches(filter: EventFilter, event: ControlEvent): boolean {
+  if (filter.owner !== undefined && filter.owner !== event.owner) return false;
+  if (filter.runId !== "" && filter.runId !== event.runId) return false;
+  if (filter.types.length === 0) return true;
+  return filter.types.some((t) => (t.endsWith(".") ? event.type.startsWith(t) : event.type === t));
+}
+
+export class Subscription {
+  readonly filter: EventFilter;
+  readonly #queue: ControlEvent[] = [];
+  readonly #onClose: () => void;
+  #wake: (() => void) | undefined;
+  #failure: ConnectError | undefined;
+  #closed = false;
+
+  constructor(filter: EventFilter, onClose: () => void) {
+    this.filter = filter;
+    this.#onClose = onClose;
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#onClose();
+    this.#wake?.();
+  }
+
+  push(event: ControlEvent): void {
+    if (this.#queue.length >= MAX_PENDING_EVENTS) {
+      this.#failure = new ConnectError("subscriber fell more than 1000 events behind", Code.ResourceExhausted);
+    } else {
+      this.#queue.push(event);
+    }
+    this.#wake?.();
+  }
+
+  /** Queued and future events until the signal aborts or the subscription is closed. */
+  async *events(signal: AbortSignal): AsyncGenerator<ControlEvent> {
+    const onAbort = (): void => this.#wake?.();
+    signal.addEventListener("abort", onAbort);
+    try {
+      while (!signal.aborted && !this.#closed) {
+        if (this.#failure !== undefined) throw this.#failure;
+        const next = this.#queue.shift();
+        if (next !== undefined) {
+          yield next;
+          continue;
+        }
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+export class EventBus {
+  readonly #subscriptions = new Set<Subscription>();
+  #sequence = 0;
+
+  publish(event: Omit<ControlEvent, "id" | "createdAt">): void {
+    const full: ControlEvent = { ...event, id: `evt_${(++this.#sequence).toString(36)}`, createdAt: new Date().toISOString() };
+    for (const subscription of this.#subscriptions) {
+      if (matches(subscription.filter, full)) subscription.push(full);
+    }
+  }
+
+  /** Starts queueing events that match the filter; the caller must close the subscription. */
+  open(filter: EventFilter): Subscription {
+    const subscription: Subscription = new Subscription(filter, () => this.#subscriptions.delete(subscription));
+    this.#subscriptions.add(subscription);
+    return subscription;
+  }
+
+  get subscriberCount(): number {
+    return this.#subscriptions.size;
+  }
+}
