@@ -5,6 +5,7 @@ import path from "node:path";
 import { startEngram, type Engram } from "../../src/app.js";
 import { loadConfig } from "../../src/platform/config.js";
 import { createLogger } from "../../src/platform/logger.js";
+import { mintApiKey } from "../../src/auth/api-key.js";
 
 export interface TestServer {
   readonly engram: Engram;
@@ -19,8 +20,13 @@ export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "engram-test-"));
 }
 
+/**
+ * Starts a server with a fresh SERVICE_ADMIN_KEY unless the caller passes one, or passes "" to exercise the
+ * first-start bootstrap that writes admin.key.
+ */
 export async function startTestServer(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestServer> {
   const config = loadConfig({
+    SERVICE_ADMIN_KEY: mintApiKey(env["SERVICE_INSTANCE_TAG"] ?? "local").key,
     SERVICE_PORT: "0",
     SERVICE_HOST: "127.0.0.1",
     SERVICE_DATA_DIR: dataDir,
@@ -28,7 +34,7 @@ export async function startTestServer(env: Record<string, string> = {}, dataDir 
     ...env,
   });
   const engram = await startEngram(config, { logger: createLogger("silent") });
-  const adminKey = env["SERVICE_ADMIN_KEY"] ?? fs.readFileSync(path.join(dataDir, "admin.key"), "utf8").trim();
+  const adminKey = config.adminKey ?? fs.readFileSync(path.join(dataDir, "admin.key"), "utf8").trim();
   return {
     engram,
     port: engram.port,
