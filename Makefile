@@ -32,7 +32,7 @@ lint: install
 typecheck: install
 	npx tsc -p tsconfig.json --noEmit
 
-test: check-generated lint typecheck
+test: check-generated lint typecheck build
 	node scripts/run-tests.mjs
 
 bench: build

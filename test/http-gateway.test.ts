@@ -178,3 +178,17 @@ describe("server-sent events", () => {
     await expectError(await fetch(`${server.baseUrl}/v2/control/events/subscribe`), 401, "unauthenticated");
   });
 });
+
+describe("repeated query parameters", () => {
+  it("accept repetition, comma-separated lists and JSON arrays", async () => {
+    for (const query of ["event_types=entry.created&event_types=lesson.*", "event_types=entry.created,lesson.*", `event_types=${encodeURIComponent('["entry.created","lesson.*"]')}`]) {
+      const abort = new AbortController();
+      const response = await fetch(`${server.baseUrl}/v2/control/events/subscribe?${query}`, {
+        headers: { authorization: `Bearer ${alice}` },
+        signal: abort.signal,
+      });
+      expect(response.status, query).toBe(200);
+      abort.abort();
+    }
+  });
+});

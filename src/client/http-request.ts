@@ -72,7 +72,8 @@ export function buildHttpCall(baseUrl: string, method: DescMethod, json: JsonObj
   if (binding.body === "*") {
     body = JSON.stringify(json);
   } else {
-    if (binding.body !== "") body = JSON.stringify(json[binding.body] ?? {});
+    const bodyField = binding.body === "" ? undefined : json[binding.body];
+    if (bodyField !== undefined) body = JSON.stringify(bodyField);
     for (const [name, value] of Object.entries(json)) {
       if (name === binding.body || inPath.has(name)) continue;
       appendQuery(query, name, value, binding);

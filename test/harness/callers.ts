@@ -160,3 +160,20 @@ export function callerFor(transport: TransportName, baseUrl: string, port: numbe
       return grpcCaller(port);
   }
 }
+
+/** Opens a gRPC server stream with @grpc/grpc-js; messages use proto field names. */
+export function grpcStream(port: number, rpc: string, request: JsonObject, key: string): grpc.ClientReadableStream<JsonObject> {
+  const definition = loadProtos();
+  const [service, method] = rpc.split("/") as [string, string];
+  const Ctor = grpc.makeGenericClientConstructor(definition[service] as grpc.ServiceDefinition, service);
+  const client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as Record<
+    string,
+    (req: object, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>
+  >;
+  const metadata = new grpc.Metadata();
+  metadata.set("authorization", `Bearer ${key}`);
+  const open = client[method] as (req: object, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>;
+  const stream = open.call(client, request, metadata);
+  stream.on("close", () => (client as unknown as grpc.Client).close());
+  return stream;
+}

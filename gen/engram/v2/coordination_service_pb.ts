@@ -117,9 +117,9 @@ export type RegisterAgentRequest = Message<"engram.v2.RegisterAgentRequest"> & {
   writeScopes: string[];
 
   /**
-   * Lanes the agent participates in. Engram design: when a query or context
-   * call names this `agent_id` without a `lane_filter`, it sees unlaned
-   * entries plus entries of these lanes.
+   * Lanes the agent participates in, reported by ListAgents so that agents
+   * can coordinate. Visibility follows the spec's lane rule alone: a query
+   * with an empty `lane_filter` sees every lane, whoever asks.
    *
    * @generated from field: repeated string shared_memory_lanes = 8;
    */

@@ -2273,8 +2273,8 @@ export const CoreService: GenService<{
    * Opens a live subscription to events on the caller's records and streams
    * them. The first message is always `subscribed`, carrying the
    * `subscription_id`; then one message per matching event. Over HTTP the
-   * response is `text/event-stream`: each event is sent as `event: <type>`
-   * and one `data:` line holding this message as JSON. The subscription lives
+   * response is `text/event-stream`: each event is one `data:` line holding
+   * this message as JSON, then a blank line. The subscription lives
    * as long as the connection (or gRPC call) and is removed when the client
    * disconnects or cancels; UnsubscribeCoreEvents ends the stream from
    * elsewhere.

@@ -108,10 +108,9 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  * as it happens.
  *
  * Over HTTP the stream is Server-Sent Events (`text/event-stream`): each
- * event is sent as `id: <id>`, `event: <type>` and one `data:` line holding
- * the SubscribeResponse as JSON, followed by a blank line; a comment line
- * `: keepalive` is sent every 15 seconds while the stream is idle. Over gRPC
- * and Connect it is a server stream of SubscribeResponse messages.
+ * event is one `data:` line holding the SubscribeResponse as JSON, followed
+ * by a blank line; a comment line `: keep-alive` is sent every 15 seconds.
+ * Over gRPC and Connect it is a server stream of SubscribeResponse messages.
  *
  * Event types and the keys of their `payload` (JSON object text):
  *

@@ -6,20 +6,10 @@ import type { EventBus } from "../../events/event-bus.js";
 import { CONTROL_EVENT_TYPES } from "../../events/event-types.js";
 import { invalidArgument } from "../../platform/errors.js";
 
-/** Accepts exact types and `prefix.*` patterns; a JSON array in one value is accepted as existing clients send it. */
+/** Accepts exact types and `prefix.*` patterns (the HTTP gateway has already split lists and JSON arrays). */
 function eventTypeFilter(values: readonly string[]): string[] {
-  const types = values.flatMap((value) => {
-    const trimmed = value.trim();
-    if (!trimmed.startsWith("[")) return [trimmed];
-    try {
-      const parsed: unknown = JSON.parse(trimmed);
-      if (Array.isArray(parsed) && parsed.every((v) => typeof v === "string")) return parsed as string[];
-    } catch {
-      // reported below as an unknown type
-    }
-    return [trimmed];
-  });
-  return types
+  return values
+    .map((t) => t.trim())
     .filter((t) => t !== "")
     .map((t) => {
       if (t.endsWith(".*")) {

@@ -40,6 +40,24 @@ function scalarJson(field: DescField, raw: string, where: string): JsonValue {
   }
 }
 
+/**
+ * Items of a repeated field from one query value: a JSON array of strings or numbers (as some clients send),
+ * else a comma-separated list. Repeating the parameter is the way to send items that contain commas.
+ */
+function listItems(value: string): string[] {
+  if (value.startsWith("[")) {
+    try {
+      const parsed: unknown = JSON.parse(value);
+      if (Array.isArray(parsed) && parsed.every((v) => typeof v === "string" || typeof v === "number")) {
+        return parsed.map(String);
+      }
+    } catch {
+      // not JSON: fall through to the comma-separated reading
+    }
+  }
+  return value.split(",").filter((v) => v !== "");
+}
+
 export interface HttpRequestParts {
   readonly body: Buffer;
   readonly pathParams: Readonly<Record<string, string>>;
@@ -82,7 +100,7 @@ export function requestJson(binding: HttpBinding, parts: HttpRequestParts): Json
       if (name in parts.pathParams) continue;
       const values = parts.query.getAll(name);
       if (field.fieldKind === "list") {
-        json[field.name] = values.flatMap((v) => v.split(",")).filter((v) => v !== "").map((v) => scalarJson(field, v, "query"));
+        json[field.name] = values.flatMap(listItems).map((v) => scalarJson(field, v, "query"));
       } else {
         json[field.name] = scalarJson(field, values[values.length - 1] as string, "query");
       }
