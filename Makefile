@@ -5,7 +5,9 @@ NPM_FLAGS := --no-audit --no-fund
 .PHONY: install generate check-generated build run lint typecheck test bench bench-quality clean
 
 node_modules/.installed: package.json package-lock.json
-	npm ci $(NPM_FLAGS)
+	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
+	# (@msgpackr-extract/*), so the lock never lists them. `npm install` honours the lock and leaves it unchanged.
+	npm install $(NPM_FLAGS)
 	@touch $@
 
 install: node_modules/.installed
