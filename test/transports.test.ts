@@ -149,6 +149,9 @@ const CASES: readonly Case[] = [
       const badType = await c.call(RECALL, { session_id: "s", query: "q", entry_types: ["gossip"] }, f.alice);
       expect(badType.code).toBe("invalid_argument");
       expect(badType.message).toContain("entry_types");
+      const longSession = await c.call(REMEMBER, { session_id: "s".repeat(5000), content: "x" }, f.alice);
+      expect(longSession.code).toBe("invalid_argument");
+      expect(longSession.message).toContain("session_id");
       const badBudget = await c.call(RECALL, { session_id: "s", query: "q", budget: "huge" }, f.alice);
       expect(badBudget.code).toBe("invalid_argument");
       expect(badBudget.message).toContain("budget");

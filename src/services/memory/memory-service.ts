@@ -15,9 +15,16 @@ const LESSON_SCOPES = new Set(["run", "session", "global"]);
 const IMPORTANCE = new Set(["low", "medium", "high", "critical"]);
 const BUDGETS = new Set(["low", "mid", "high"]);
 const MAX_CONTENT_BYTES = 1024 * 1024;
+/** Identifiers become parts of LMDB keys, whose size is bounded. */
+const MAX_ID_LENGTH = 256;
 
 function required(field: string, value: string): string {
   if (value.trim() === "") throw invalidArgument(field, "is required");
+  return value;
+}
+
+function bounded(field: string, value: string): string {
+  if (value.length > MAX_ID_LENGTH) throw invalidArgument(field, `must be at most ${MAX_ID_LENGTH} characters`);
   return value;
 }
 
@@ -84,7 +91,9 @@ export function memoryService(
   return {
     async remember(req, ctx) {
       const caller = callerOf(ctx);
-      const sessionId = required("session_id", req.sessionId);
+      const sessionId = bounded("session_id", required("session_id", req.sessionId));
+      bounded("agent_id", req.agentId);
+      bounded("user_id", req.userId);
       const content = required("content", req.content);
       if (Buffer.byteLength(content, "utf8") > MAX_CONTENT_BYTES) throw invalidArgument("content", "is larger than 1 MiB");
       const intent = oneOf("intent", req.intent, INTENTS, "fact") as "fact" | "lesson";
@@ -134,7 +143,8 @@ export function memoryService(
     },
 
     async recall(req, ctx) {
-      const sessionId = required("session_id", req.sessionId);
+      const sessionId = bounded("session_id", required("session_id", req.sessionId));
+      bounded("user_id", req.userId);
       const query = required("query", req.query);
       const entryTypes = entryTypeFilter(req.entryTypes);
       oneOf("budget", req.budget, BUDGETS, "mid");
@@ -157,6 +167,7 @@ export function memoryService(
         maxTimestamp: max,
         limit,
       });
+      metrics.storageReads.inc({ kind: "entry" }, hits.length);
       const answer = composeAnswer(query, hits);
       return {
         finalAnswer: answer.finalAnswer,
