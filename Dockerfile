@@ -6,6 +6,7 @@ RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY gen ./gen
 COPY src ./src
+COPY assets ./assets
 RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
@@ -15,6 +16,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/assets ./assets
 COPY package.json ./
 RUN mkdir -p /data && chown node:node /data
 USER node
