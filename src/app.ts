@@ -1,17 +1,25 @@
 // Wiring only: config → logger/metrics → storage → retrieval → services → one-port server.
 import type { DescService } from "@bufbuild/protobuf";
-import type { Config } from "./platform/config.js";
 import { createLogger, type Logger } from "./platform/logger.js";
 import { createMetrics, type Metrics } from "./platform/metrics.js";
 import { Readiness } from "./platform/readiness.js";
 import { openStorage } from "./storage/database.js";
 import { UserStore } from "./storage/user-store.js";
 import { EntryStore } from "./storage/entry-store.js";
+import type { Embedder } from "./retrieval/embedder.js";
+import { WordVectorEmbedder } from "./retrieval/embedders/word-vector-embedder.js";
+import { OpenAiEmbedder } from "./retrieval/embedders/openai-embedder.js";
+import { ChatClient } from "./retrieval/llm/chat-client.js";
+import { MemoryIndex } from "./memory/memory-index.js";
+import { EntryWriter } from "./memory/entry-writer.js";
+import { IngestQueue } from "./memory/ingest-queue.js";
+import { Answerer } from "./services/memory/answering.js";
+import type { Config } from "./platform/config.js";
 import { Authenticator } from "./auth/authenticator.js";
 import { HashedEmbedder } from "./retrieval/embedders/hashed-embedder.js";
-import { RecallSearch } from "./retrieval/recall-search.js";
 import { authInterceptor } from "./transport/interceptors/auth.js";
 import { observeInterceptor } from "./transport/interceptors/observe.js";
+import { readinessInterceptor } from "./transport/interceptors/readiness.js";
 import { createRouter, requestListener } from "./transport/rpc-router.js";
 import { HttpGateway } from "./transport/gateway/gateway.js";
 import { listenOnePort } from "./transport/one-port-server.js";
@@ -53,13 +61,30 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   await authenticator.bootstrap(config.dataDir, logger);
 
   const events = new EventBus();
-  const embedder = new HashedEmbedder();
-  const search = new RecallSearch(entries, embedder);
+  const embedder = await createEmbedder(config);
+  const index = new MemoryIndex(storage, entries, embedder, logger);
+  const writer = new EntryWriter(entries, index, events, metrics);
+  const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger);
+  const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
-  const router = createRouter([observeInterceptor(logger, metrics), authInterceptor(authenticator)], config.maxRequestBytes);
+  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
-  router.service(MemoryService, memoryService(entries, embedder, search, events, metrics));
+  router.service(
+    MemoryService,
+    memoryService(
+      {
+        entries,
+        index,
+        writer,
+        ingest,
+        answerer: new Answerer(llm, logger),
+        logger,
+        directSearchEnabled: config.coreEnableDirectSearch,
+      },
+      events,
+    ),
+  );
   router.service(EventsService, eventsService(events));
   router.service(CoreService, coreService());
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
@@ -71,8 +96,10 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
   const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
-  // Start-up work that later layers add (ACL rebuild, sparse prewarm) runs here while /readyz answers 503.
+  // Start-up work runs while /readyz answers 503 with its reason; /livez answers throughout.
+  await index.warm(readiness);
   readiness.markReady();
+  ingest.start();
 
   return {
     port: server.port,
@@ -81,8 +108,20 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     logger,
     async close() {
       await server.close();
+      await ingest.stop();
+      index.close();
       await storage.close();
     },
   };
 
+}
+
+async function createEmbedder(config: Config): Promise<Embedder> {
+  if (config.embeddings !== undefined) {
+    const embedder = new OpenAiEmbedder({ ...config.embeddings, timeoutMs: config.embeddings.timeoutMs });
+    // The dimension of a remote model is learnt once, before any vector is stored or searched.
+    await embedder.probe();
+    return embedder;
+  }
+  return config.embedder === "hashed" ? new HashedEmbedder() : WordVectorEmbedder.load();
 }

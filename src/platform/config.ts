@@ -12,6 +12,21 @@ export interface Config {
   readonly logLevel: string;
   /** Largest HTTP/JSON or RPC request body accepted, in bytes. */
   readonly maxRequestBytes: number;
+  /** The embedded default embedder, used when no embeddings endpoint is configured. */
+  readonly embedder: "wordvec" | "hashed";
+  /** An OpenAI-compatible embeddings endpoint; replaces the embedded embedder when set. */
+  readonly embeddings: ProviderConfig | undefined;
+  /** An OpenAI-compatible chat endpoint that synthesises answers; answers are built without an LLM when unset. */
+  readonly llm: ProviderConfig | undefined;
+  /** Opens POST /v2/core/search and the direct-bypass query mode. */
+  readonly coreEnableDirectSearch: boolean;
+}
+
+export interface ProviderConfig {
+  readonly url: string;
+  readonly model: string;
+  readonly apiKey: string | undefined;
+  readonly timeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -33,8 +48,38 @@ function text(env: Env, name: string, fallback: string): string {
   return raw === undefined || raw.trim() === "" ? fallback : raw.trim();
 }
 
+function bool(env: Env, name: string): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return false;
+  if (["1", "true", "yes", "on"].includes(raw)) return true;
+  if (["0", "false", "no", "off"].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function provider(env: Env, prefix: string, defaultModel: string): ProviderConfig | undefined {
+  const url = env[`${prefix}_URL`]?.trim();
+  if (url === undefined || url === "") return undefined;
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("not http");
+  } catch {
+    throw new ConfigError(`${prefix}_URL must be an http(s) URL`);
+  }
+  return {
+    url,
+    model: text(env, `${prefix}_MODEL`, defaultModel),
+    apiKey: env[`${prefix}_API_KEY`]?.trim() || undefined,
+    timeoutMs: integer(env, `${prefix}_TIMEOUT_MS`, 30_000, 100, 600_000),
+  };
+}
+
 const LOG_LEVELS = new Set(["trace", "debug", "info", "warn", "error", "fatal", "silent"]);
 const INSTANCE_TAG = /^[A-Za-z0-9]{1,32}$/;
+
+function embedderName(value: string): "wordvec" | "hashed" {
+  if (value === "wordvec" || value === "hashed") return value;
+  throw new ConfigError(`SERVICE_EMBEDDER must be "wordvec" or "hashed", got "${value}"`);
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const instanceTag = text(env, "SERVICE_INSTANCE_TAG", "local");
@@ -54,5 +99,9 @@ export function loadConfig(env: Env = process.env): Config {
     adminKey,
     logLevel,
     maxRequestBytes: integer(env, "SERVICE_MAX_REQUEST_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    embedder: embedderName(text(env, "SERVICE_EMBEDDER", "wordvec")),
+    embeddings: provider(env, "SERVICE_EMBEDDINGS", "text-embedding-3-small"),
+    llm: provider(env, "SERVICE_LLM", "gpt-4o-mini"),
+    coreEnableDirectSearch: bool(env, "SERVICE_CORE_ENABLE_DIRECT_SEARCH"),
   });
 }

@@ -4,7 +4,11 @@
 // answer covers (term overlap, measured on the chosen sentences rather than taken from `Hit.overlap`, which
 // describes the whole entry and counts question words) and how clearly the cited evidence beats the best evidence it does not cite
 // (the relative score gap). Raw scores are only compared with each other, never with fixed thresholds.
-import type { Hit } from "./recall-search.js";
+/** What an answer needs of a ranked hit. */
+export interface AnswerHit {
+  readonly entry: { readonly content: string };
+  readonly score: number;
+}
 import { sentences, terms, words } from "./text.js";
 
 export interface Answer {
@@ -70,7 +74,7 @@ function clamp01(x: number): number {
   return Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0;
 }
 
-function candidatesOf(hits: readonly Hit[], queryTerms: ReadonlySet<string>): Candidate[] {
+function candidatesOf(hits: readonly AnswerHit[], queryTerms: ReadonlySet<string>): Candidate[] {
   const topScore = hits[0]?.score ?? 0;
   const out: Candidate[] = [];
   hits.slice(0, ANSWER_DEPTH).forEach((hit, index) => {
@@ -132,7 +136,7 @@ function corroborating(candidates: readonly Candidate[], chosen: readonly Candid
 }
 
 /** How clearly the cited hits beat the best hit they leave out, in [0, 1]; 1 when nothing competes. */
-function margin(hits: readonly Hit[], cited: readonly number[]): number {
+function margin(hits: readonly AnswerHit[], cited: readonly number[]): number {
   const citedBest = Math.max(...cited.map((i) => hits[i]?.score ?? 0));
   const rivals = hits.filter((_, i) => !cited.includes(i)).map((h) => h.score);
   if (rivals.length === 0) return 1;
@@ -140,7 +144,7 @@ function margin(hits: readonly Hit[], cited: readonly number[]): number {
   return clamp01((citedBest - Math.max(...rivals)) / citedBest / CLEAR_GAP);
 }
 
-export function composeAnswer(query: string, hits: readonly Hit[]): Answer {
+export function composeAnswer(query: string, hits: readonly AnswerHit[]): Answer {
   const queryTerms = queryTermsOf(query);
   const abstain = (confidence: number): Answer => ({
     finalAnswer: ABSTENTION,

@@ -1,37 +1,11 @@
 // composeAnswer, the no-LLM answer: sentence choice, abstention, citation validity and confidence ordering.
 import { describe, expect, it } from "vitest";
-import { ABSTAIN_BELOW, ABSTENTION, composeAnswer, type Answer } from "../../src/retrieval/answer.js";
-import type { Hit } from "../../src/retrieval/recall-search.js";
-import { terms } from "../../src/retrieval/text.js";
-import type { EntryRecord } from "../../src/storage/entry-store.js";
+import { ABSTAIN_BELOW, ABSTENTION, composeAnswer, type Answer, type AnswerHit } from "../../src/retrieval/answer.js";
 
-let nextSeq = 1;
+type Hit = AnswerHit;
 
-/** A hit whose overlap is computed the way the search computes it. */
-function hit(query: string, content: string, score: number): Hit {
-  const seq = nextSeq++;
-  const entry: EntryRecord = {
-    v: 1,
-    seq,
-    id: `ent_${seq}`,
-    owner: 1,
-    sessionId: "s",
-    agentId: "",
-    userId: "",
-    entryType: "fact",
-    content,
-    lessonScope: "",
-    importance: "medium",
-    metadataJson: "",
-    lane: "",
-    occurrenceTime: 0,
-    createdAt: 0,
-    supersededBy: "",
-  };
-  const queryTerms = new Set(terms(query));
-  const entryTerms = new Set(terms(content));
-  const shared = [...queryTerms].filter((t) => entryTerms.has(t)).length;
-  return { entry, score, mode: "semantic", overlap: queryTerms.size === 0 ? 0 : shared / queryTerms.size, similarity: score };
+function hit(_query: string, content: string, score: number): Hit {
+  return { entry: { content }, score };
 }
 
 function expectValid(answer: Answer, hits: readonly Hit[]): void {

@@ -1,0 +1,196 @@
+// Starts the built Engram server as a child process on a free loopback port and guarantees it dies with the bench.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/** The compiled entry point; BENCH_SERVER points elsewhere (e.g. a build in another outDir). */
+export const SERVER_ENTRY = path.resolve(ROOT, process.env.BENCH_SERVER ?? "dist/src/serve.js");
+const HOST = "127.0.0.1";
+
+const children = new Set();
+const tempDirs = new Set();
+
+function killAll() {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
+  children.clear();
+  if (process.env.BENCH_KEEP_DATA !== "1") {
+    for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+  }
+  tempDirs.clear();
+}
+
+// Whatever ends the bench (normal exit, an error, Ctrl-C), no server outlives it and no temp dir is left behind.
+process.on("exit", killAll);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(signal, () => {
+    process.stderr.write(`\nbench: ${signal}, stopping servers\n`);
+    killAll();
+    process.exit(130);
+  });
+}
+process.on("uncaughtException", (e) => {
+  process.stderr.write(`bench failed: ${e?.stack ?? e}\n`);
+  killAll();
+  process.exit(1);
+});
+process.on("unhandledRejection", (e) => {
+  process.stderr.write(`bench failed: ${e?.stack ?? e}\n`);
+  killAll();
+  process.exit(1);
+});
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A fresh temporary directory, removed when the bench exits (unless BENCH_KEEP_DATA=1). */
+export function tempDir(prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `engram-bench-${prefix}-`));
+  tempDirs.add(dir);
+  return dir;
+}
+
+export function removeDir(dir) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  tempDirs.delete(dir);
+}
+
+/** A port nobody listens on right now, on loopback. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.unref();
+    probe.once("error", reject);
+    probe.listen(0, HOST, () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** An admin key in the server's format: mem_<instance tag>_<16 hex key id>_<64 hex secret>. */
+export function mintAdminKey() {
+  return `mem_local_${randomBytes(8).toString("hex")}_${randomBytes(32).toString("hex")}`;
+}
+
+/** A /proc/<pid>/status memory field in bytes (VmRSS: resident now; VmHWM: peak resident), or undefined. */
+export function procMemory(pid, field = "VmRSS") {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    const m = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, "m").exec(status);
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Bytes on disk under a directory. */
+export function diskBytes(dir) {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) total += diskBytes(p);
+    else if (entry.isFile()) total += fs.statSync(p).blocks * 512;
+  }
+  return total;
+}
+
+/**
+ * Spawns the server on `dataDir` and waits until GET /readyz answers 200. Returns the handle with `readyMs`, the time
+ * from spawn to the first 200. Throws (after killing the child) when it exits early or is not ready in time.
+ */
+export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000, env = {} }) {
+  if (!fs.existsSync(SERVER_ENTRY)) {
+    throw new Error(`${SERVER_ENTRY} not found: build first (npx tsc -p tsconfig.build.json)`);
+  }
+  port ??= await freePort();
+  const childEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith("SERVICE_")) childEnv[name] = value;
+  }
+  Object.assign(childEnv, {
+    SERVICE_PORT: String(port),
+    SERVICE_HOST: HOST,
+    SERVICE_DATA_DIR: dataDir,
+    SERVICE_ADMIN_KEY: key,
+    SERVICE_LOG_LEVEL: "silent",
+    ...env,
+  });
+  const started = performance.now();
+  const child = spawn(process.execPath, [SERVER_ENTRY], { cwd: ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
+  let output = "";
+  const keep = (chunk) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  child.once("exit", () => children.delete(child));
+
+  const base = `http://${HOST}:${port}`;
+  const server = {
+    child,
+    pid: child.pid,
+    port,
+    base,
+    key,
+    dataDir,
+    readyMs: NaN,
+    exited,
+    output: () => output,
+    rss: () => procMemory(child.pid, "VmRSS"),
+    peakRss: () => procMemory(child.pid, "VmHWM"),
+    alive: () => child.exitCode === null && child.signalCode === null,
+    stop: (timeoutMs) => stopServer(server, timeoutMs),
+  };
+  const deadline = started + readyTimeoutMs;
+  let lastStatus = "no answer";
+  while (performance.now() < deadline) {
+    if (!server.alive()) {
+      throw new Error(`server exited before ready (code ${child.exitCode}, signal ${child.signalCode}):\n${output}`);
+    }
+    try {
+      const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2000) });
+      const body = await res.text();
+      if (res.status === 200) {
+        server.readyMs = performance.now() - started;
+        return server;
+      }
+      lastStatus = `${res.status} ${body.slice(0, 200)}`;
+    } catch {
+      // not listening yet
+    }
+    await sleep(10);
+  }
+  child.kill("SIGKILL");
+  throw new Error(`server not ready after ${readyTimeoutMs} ms (last /readyz: ${lastStatus}):\n${output}`);
+}
+
+/** SIGTERM, then SIGKILL if the server has not exited within `timeoutMs`. Resolves with the time it took. */
+export async function stopServer(server, timeoutMs = 30_000) {
+  const started = performance.now();
+  if (!server.alive()) return 0;
+  server.child.kill("SIGTERM");
+  let timer;
+  const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+  const outcome = await Promise.race([server.exited, timeout]);
+  clearTimeout(timer);
+  if (outcome === "timeout") {
+    server.child.kill("SIGKILL");
+    await server.exited;
+    process.stderr.write(`bench: server ${server.pid} ignored SIGTERM for ${timeoutMs} ms, killed\n`);
+  }
+  return performance.now() - started;
+}

@@ -1,0 +1,85 @@
+// The one path by which entries are stored: prepare (embed, postings), commit durably, index, announce.
+import type { EventBus } from "../events/event-bus.js";
+import type { Metrics } from "../platform/metrics.js";
+import type { EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
+import type { MemoryIndex } from "./memory-index.js";
+
+export interface EntryToWrite {
+  readonly entry: NewEntry;
+  /** A caller-supplied vector of the embedder's dimension; the content is embedded when absent. */
+  readonly vector?: Float32Array | undefined;
+}
+
+export class EntryWriter {
+  readonly #entries: EntryStore;
+  readonly #index: MemoryIndex;
+  readonly #events: EventBus;
+  readonly #metrics: Metrics;
+
+  constructor(entries: EntryStore, index: MemoryIndex, events: EventBus, metrics: Metrics) {
+    this.#entries = entries;
+    this.#index = index;
+    this.#events = events;
+    this.#metrics = metrics;
+  }
+
+  prepare(items: readonly EntryToWrite[]): Promise<PreparedEntry[]> {
+    return this.#index.prepare(items);
+  }
+
+  /** Stores entries in one durable transaction and makes them searchable before resolving. */
+  async write(items: readonly EntryToWrite[], source = "write"): Promise<WrittenEntry[]> {
+    if (items.length === 0) return [];
+    const prepared = await this.prepare(items);
+    const written = await this.#entries.append(prepared);
+    this.committed(written, prepared, source);
+    return written;
+  }
+
+  /** After a commit made elsewhere (an ingest job's transaction): index, count and announce the entries. */
+  committed(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], source: string): void {
+    this.#index.indexWritten(written, prepared);
+    this.#metrics.storageWrites.inc({ kind: "entry" }, written.length);
+    for (const { record, superseded } of written) {
+      this.#metrics.ingestItems.inc({ entry_type: record.entryType });
+      this.#events.publish({
+        type: "entry.created",
+        owner: record.owner,
+        runId: record.runId,
+        agentId: record.agentId,
+        payload: JSON.stringify({
+          entry_id: record.id,
+          entry_type: record.entryType,
+          user_id: record.userId,
+          lane: record.lane,
+          upsert_key: record.upsertKey,
+          source,
+        }),
+      });
+      if (superseded !== undefined) {
+        this.#events.publish({
+          type: "entry.superseded",
+          owner: record.owner,
+          runId: record.runId,
+          agentId: record.agentId,
+          payload: JSON.stringify({ entry_id: superseded.id, superseded_by: record.id }),
+        });
+      }
+      if (record.entryType === "lesson") {
+        this.#events.publish({
+          type: "lesson.created",
+          owner: record.owner,
+          runId: record.runId,
+          agentId: record.agentId,
+          payload: JSON.stringify({
+            lesson_id: record.id,
+            lesson_type: record.lessonType,
+            scope: record.lessonScope,
+            importance: record.importance,
+            auto_extracted: record.derived,
+          }),
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,136 @@
+// The derived, in-memory side of memory: catalog, BM25 postings and vectors. Built from LMDB at start-up
+// (re-embedding first when the embedder changed) and updated after every committed write.
+import path from "node:path";
+import type { Logger } from "../platform/logger.js";
+import type { Readiness } from "../platform/readiness.js";
+import type { Storage } from "../storage/database.js";
+import type { EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
+import type { Embedder } from "../retrieval/embedder.js";
+import { Catalog } from "../retrieval/catalog.js";
+import { SparseIndex } from "../retrieval/sparse-index.js";
+import { VectorIndex } from "../retrieval/vector-index.js";
+import { SearchEngine } from "../retrieval/search-engine.js";
+import { terms } from "../retrieval/text.js";
+
+const EMBEDDER_META_KEY = "embedder_id";
+const REEMBED_BATCH = 512;
+/** The vector graph is saved at most this often while writes arrive, and on shutdown. */
+const SAVE_INTERVAL_MS = 30_000;
+
+export function termFrequencies(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const term of terms(text)) counts.set(term, (counts.get(term) ?? 0) + 1);
+  return counts;
+}
+
+export class MemoryIndex {
+  readonly catalog = new Catalog();
+  readonly sparse = new SparseIndex();
+  readonly dense: VectorIndex;
+  readonly search: SearchEngine;
+  readonly embedder: Embedder;
+  readonly #storage: Storage;
+  readonly #entries: EntryStore;
+  readonly #logger: Logger;
+  #saveTimer: NodeJS.Timeout | undefined;
+
+  constructor(storage: Storage, entries: EntryStore, embedder: Embedder, logger: Logger) {
+    this.#storage = storage;
+    this.#entries = entries;
+    this.embedder = embedder;
+    this.#logger = logger;
+    this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger);
+    this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense);
+  }
+
+  /** Embeds what has no caller vector and computes postings: everything a write needs besides the record. */
+  async prepare(items: readonly { entry: NewEntry; vector?: Float32Array | undefined }[]): Promise<PreparedEntry[]> {
+    const missing = items.flatMap((item, i) => (item.vector === undefined ? [i] : []));
+    const embedded = await this.embedder.embed(missing.map((i) => (items[i] as { entry: NewEntry }).entry.content));
+    const vectors = items.map((item) => item.vector);
+    missing.forEach((at, j) => (vectors[at] = embedded[j]));
+    return items.map((item, i) => ({
+      entry: item.entry,
+      vector: vectors[i] as Float32Array,
+      termFreqs: termFrequencies(item.entry.content),
+    }));
+  }
+
+  /** Makes committed writes searchable. */
+  indexWritten(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[]): void {
+    written.forEach(({ record, superseded }, i) => {
+      this.catalog.add(record);
+      this.sparse.add(record.seq, (prepared[i] as PreparedEntry).termFreqs);
+      this.dense.add(record.seq, (prepared[i] as PreparedEntry).vector);
+      if (superseded !== undefined) this.catalog.markStale(superseded.seq);
+    });
+    void this.dense.indexPending();
+    this.#scheduleSave();
+  }
+
+  #scheduleSave(): void {
+    if (this.#saveTimer !== undefined) return;
+    this.#saveTimer = setTimeout(() => {
+      this.#saveTimer = undefined;
+      this.dense.save();
+    }, SAVE_INTERVAL_MS);
+    this.#saveTimer.unref();
+  }
+
+  /**
+   * Start-up: re-embeds stored entries if the embedder changed, loads the catalog and vectors, loads or repairs the
+   * vector graph, then prewarms BM25 from the LMDB postings while /readyz says `sparse_prewarm_in_progress`.
+   */
+  async warm(readiness: Readiness): Promise<void> {
+    const started = Date.now();
+    await this.#reembedIfChanged();
+    for (const record of this.#entries.all()) this.catalog.add(record);
+    for (const { seq, vector } of this.#entries.allVectors()) {
+      if (vector.length === this.dense.dimensions) this.dense.add(seq, vector);
+    }
+    this.dense.loadGraph();
+    const loaded = Date.now();
+    readiness.enter("sparse_prewarm_in_progress");
+    const postings = this.sparse.load(this.#entries.allPostings());
+    this.#logger.info(
+      {
+        entries: this.catalog.count,
+        postings,
+        vector_graph: this.dense.size,
+        catalog_ms: loaded - started,
+        prewarm_ms: Date.now() - loaded,
+      },
+      "memory index warm",
+    );
+    // Entries newer than the saved graph are added in the background; exact search covers them meanwhile.
+    void this.dense.indexPending();
+  }
+
+  async #reembedIfChanged(): Promise<void> {
+    const { meta } = this.#storage.dbs;
+    const stored = meta.get(EMBEDDER_META_KEY);
+    if (stored === this.embedder.id) return;
+    const total = this.#entries.maxSeq();
+    if (stored !== undefined && total > 0) {
+      this.#logger.warn({ from: stored, to: this.embedder.id }, "embedder changed: re-embedding every entry");
+      let batch: { seq: number; content: string }[] = [];
+      const flush = async (): Promise<void> => {
+        const vectors = await this.embedder.embed(batch.map((b) => b.content));
+        const rows = batch;
+        await this.#storage.root.transaction(() => rows.forEach((row, i) => this.#entries.putVectorInTransaction(row.seq, vectors[i] as Float32Array)));
+        batch = [];
+      };
+      for (const record of this.#entries.all()) {
+        batch.push({ seq: record.seq, content: record.content });
+        if (batch.length >= REEMBED_BATCH) await flush();
+      }
+      if (batch.length > 0) await flush();
+    }
+    await meta.put(EMBEDDER_META_KEY, this.embedder.id);
+  }
+
+  close(): void {
+    if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
+    this.dense.close();
+  }
+}

@@ -1,0 +1,113 @@
+// Exact artifacts: archive blocks and checkpoints are stored verbatim with a stable reference id that
+// Dereference returns byte for byte.
+import { createHash } from "node:crypto";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
+import { callerOf, isAdmin } from "../../auth/principal.js";
+import { IMPORTANCE_LEVELS, type NewEntry } from "../../storage/entry-store.js";
+import { countTokens } from "../../retrieval/context/token-counter.js";
+import type { MemoryDeps } from "./deps.js";
+import { evidenceOfEntry } from "./evidence.js";
+import { bounded, content, jsonObject, oneOf, required } from "./validate.js";
+
+type Handlers = Pick<ServiceImpl<typeof MemoryService>, "archiveBlock" | "dereference" | "checkpoint">;
+
+function withKeys(metadataJson: string, extra: Record<string, unknown>): string {
+  const metadata = JSON.parse(metadataJson) as Record<string, unknown>;
+  for (const [key, value] of Object.entries(extra)) if (value !== "" && !(Array.isArray(value) && value.length === 0)) metadata[key] = value;
+  return JSON.stringify(metadata);
+}
+
+export function archiveHandlers(deps: MemoryDeps): Handlers {
+  return {
+    async archiveBlock(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      const text = content("content", req.content);
+      const family = bounded("family", req.family);
+      const entry: NewEntry = {
+        owner: caller.userId,
+        runId,
+        agentId: bounded("agent_id", req.agentId),
+        userId: bounded("user_id", req.userId),
+        entryType: "archive_block",
+        content: text,
+        lessonScope: "",
+        lessonType: "",
+        importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
+        metadataJson: withKeys(jsonObject("metadata_json", req.metadataJson), {
+          artifact_kind: bounded("artifact_kind", req.artifactKind) || "text",
+          origin_agent_id: bounded("origin_agent_id", req.originAgentId) || req.agentId,
+          source_attempt_id: bounded("source_attempt_id", req.sourceAttemptId),
+          source_tool: bounded("source_tool", req.sourceTool),
+          labels: req.labels.map((l, i) => bounded(`labels[${i}]`, l)),
+          family,
+        }),
+        lane: "",
+        occurrenceTime: Math.floor(Date.now() / 1000),
+        // A newer block of the same family supersedes the older one.
+        upsertKey: family === "" ? "" : `archive:${family}`,
+        source: "agent",
+        contentType: "text/plain",
+        envTags: [],
+        derived: false,
+        confidence: 1,
+      };
+      const [written] = await deps.writer.write([{ entry }], "archive");
+      if (written === undefined) throw new Error("write returned no entry");
+      return {
+        success: true,
+        referenceId: written.record.referenceId,
+        entryType: "archive_block",
+        contentSha256: createHash("sha256").update(text, "utf8").digest("hex"),
+      };
+    },
+
+    async dereference(req, ctx) {
+      const caller = callerOf(ctx);
+      const entry = deps.entries.byReference(required("reference_id", req.referenceId)) ?? deps.entries.getById(req.referenceId);
+      const visible =
+        entry !== undefined &&
+        (isAdmin(caller) || entry.owner === caller.userId) &&
+        (req.runId === "" || entry.runId === req.runId) &&
+        (req.userId === "" || entry.userId === req.userId);
+      if (!visible) return { found: false, content: "" };
+      return { found: true, evidence: evidenceOfEntry(entry, 1, "exact_reference"), content: entry.content };
+    },
+
+    async checkpoint(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      const snapshot = content("context_snapshot", req.contextSnapshot);
+      const entry: NewEntry = {
+        owner: caller.userId,
+        runId,
+        agentId: bounded("agent_id", req.agentId),
+        userId: bounded("user_id", req.userId),
+        entryType: "checkpoint",
+        content: snapshot,
+        lessonScope: "",
+        lessonType: "",
+        importance: "high",
+        metadataJson: withKeys(jsonObject("metadata_json", req.metadataJson), { label: bounded("label", req.label) }),
+        lane: "",
+        occurrenceTime: Math.floor(Date.now() / 1000),
+        upsertKey: "",
+        source: "agent",
+        contentType: "text/plain",
+        envTags: [],
+        derived: false,
+        confidence: 1,
+      };
+      const [written] = await deps.writer.write([{ entry }], "checkpoint");
+      if (written === undefined) throw new Error("write returned no entry");
+      const tokens = countTokens(snapshot);
+      return {
+        success: true,
+        checkpointId: written.record.referenceId,
+        tokenEstimate: tokens,
+        createdAt: new Date(written.record.createdAt).toISOString(),
+      };
+    },
+  };
+}

@@ -1,0 +1,143 @@
+// POST /v2/control/context: ranked evidence assembled into a prompt block under a token budget.
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
+import { callerOf, isAdmin } from "../../auth/principal.js";
+import { invalidArgument } from "../../platform/errors.js";
+import { assembleContext, isContextSectionName, type ContextSectionName } from "../../retrieval/context/assemble-context.js";
+import { modeOf, type Hit } from "../../retrieval/search-engine.js";
+import type { MemoryDeps } from "./deps.js";
+import { evidenceOfEntry, evidenceOfHit, type EvidenceInit } from "./evidence.js";
+import { retrieve } from "./retrieve.js";
+import { BUDGETS, bounded, clampLimit, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
+
+type Handlers = Pick<ServiceImpl<typeof MemoryService>, "getContext">;
+
+const MODES = ["full", "summary", "sections"] as const;
+const FORMATS = ["structured", "compact"] as const;
+/** Candidates retrieved per section the block may hold, so every section can be filled best-first. */
+const CANDIDATES_PER_SECTION_SLOT = 7;
+
+interface Candidate {
+  readonly id: string;
+  readonly content: string;
+  readonly entryType: Hit["entry"]["entryType"];
+  readonly retrievalMode: Hit["mode"];
+  readonly score: number;
+  readonly referenceId: string;
+  readonly referenceable: boolean;
+  readonly isStale: boolean;
+  readonly evidence: EvidenceInit;
+}
+
+function candidateOf(evidence: EvidenceInit, hit: Pick<Hit, "entry" | "mode" | "score">): Candidate {
+  return {
+    id: hit.entry.id,
+    content: hit.entry.content,
+    entryType: hit.entry.entryType,
+    retrievalMode: hit.mode,
+    score: hit.score,
+    referenceId: hit.entry.referenceId,
+    referenceable: hit.entry.referenceId !== "",
+    isStale: hit.entry.supersededBy !== "",
+    evidence,
+  };
+}
+
+export function contextHandlers(deps: MemoryDeps): Handlers {
+  return {
+    async getContext(req, ctx) {
+      const runId = required("run_id", req.runId);
+      const mode = oneOf("mode", req.mode, MODES, "full");
+      const sections: ContextSectionName[] = [];
+      if (mode === "sections") {
+        if (req.sections.length === 0) throw invalidArgument("sections", "is required when mode is sections");
+        for (const section of req.sections) {
+          if (!isContextSectionName(section)) throw invalidArgument("sections", `unknown section "${section}"`);
+          sections.push(section);
+        }
+      }
+      const limitPerSection = clampLimit(req.limit, 5, 50);
+      const question = {
+        runIds: [runId],
+        text: req.query,
+        vector: undefined,
+        userId: bounded("user_id", req.userId),
+        entryTypes: entryTypeFilter("entry_types", req.entryTypes),
+        laneFilter: bounded("lane_filter", req.laneFilter),
+        time: timeBounds(req.minTimestamp, req.maxTimestamp),
+        includeWorkingMemory: req.includeWorkingMemory ?? true,
+        includeGlobalLessons: true,
+        limit: Math.min(400, limitPerSection * CANDIDATES_PER_SECTION_SLOT * 2),
+        budget: oneOf("budget", req.budget, BUDGETS, "mid"),
+        rankBy: "relevance" as const,
+      };
+      let candidates: Candidate[];
+      let recencyFallback = false;
+      const result = req.query.trim() === "" ? undefined : await retrieve(deps.index, ctx, question);
+      if (result !== undefined && result.hits.length > 0) {
+        candidates = result.hits.map((hit) => candidateOf(evidenceOfHit(hit, false, "relevance"), hit));
+      } else {
+        // No topic, or nothing relevant: the newest entries of the run that pass the filters.
+        recencyFallback = req.query.trim() !== "";
+        candidates = newest(deps, ctx, question, question.limit);
+      }
+      const assembled = assembleContext({
+        candidates,
+        maxTokenBudget: req.maxTokenBudget,
+        mode,
+        sections,
+        format: oneOf("format", req.format, FORMATS, "structured"),
+        limitPerSection,
+      });
+      return {
+        contextBlock: assembled.contextBlock,
+        tokenEstimate: assembled.tokenCount,
+        sources: assembled.included.map((c) => c.evidence),
+        budgetUsed: assembled.budgetUsed,
+        budgetRemaining: assembled.budgetRemaining,
+        sectionSummaries: assembled.sectionSummaries.map((s) => ({
+          sectionName: s.section,
+          itemCount: s.itemCount,
+          topItemPreview: s.topItemPreview,
+          estimatedTokens: s.tokenCount,
+        })),
+        sourceCountsByEntryType: assembled.sourceCountsByEntryType,
+        sourceCountsByRetrievalMode: assembled.sourceCountsByRetrievalMode,
+        evidenceCandidatesConsidered: assembled.evidenceCandidatesConsidered,
+        evidenceDroppedByBudget: assembled.evidenceDroppedByBudget,
+        exactReferencesSurfaced: assembled.exactReferencesSurfaced,
+        emptyReason: assembled.emptyReason === "" && recencyFallback ? "recency_fallback" : assembled.emptyReason,
+        requestedTokenBudget: assembled.requestedTokenBudget,
+      };
+    },
+  };
+}
+
+/** The newest entries of the run (and the owner's global lessons) that pass the filters, newest first. */
+function newest(
+  deps: MemoryDeps,
+  ctx: Parameters<Handlers["getContext"]>[1],
+  q: { runIds: readonly string[]; userId: string; entryTypes: ReturnType<typeof entryTypeFilter>; laneFilter: string; time: { min: number | undefined; max: number | undefined }; includeWorkingMemory: boolean },
+  limit: number,
+): Candidate[] {
+  const caller = callerOf(ctx);
+  const { catalog } = deps.index;
+  const passes = catalog.matcher({
+    entryTypes: q.entryTypes,
+    userId: q.userId === "" ? undefined : q.userId,
+    laneFilter: q.laneFilter,
+    minTimestamp: q.time.min,
+    maxTimestamp: q.time.max,
+  });
+  const seqs = [...q.runIds.flatMap((r) => catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, r))].sort((a, b) => b - a);
+  const out: Candidate[] = [];
+  for (const seq of seqs) {
+    if (out.length >= limit) break;
+    if (!passes(seq) || (!q.includeWorkingMemory && catalog.entryType(seq) === "working_memory")) continue;
+    const entry = deps.entries.get(seq);
+    if (entry === undefined) continue;
+    const mode = modeOf(entry);
+    out.push(candidateOf(evidenceOfEntry(entry, 0, mode), { entry, mode, score: 0 }));
+  }
+  return out;
+}

@@ -1,0 +1,18 @@
+// What the memory handlers share: stores, the index, the writer, the ingest queue and the answerer.
+import type { Logger } from "../../platform/logger.js";
+import type { EntryStore } from "../../storage/entry-store.js";
+import type { MemoryIndex } from "../../memory/memory-index.js";
+import type { EntryWriter } from "../../memory/entry-writer.js";
+import type { IngestQueue } from "../../memory/ingest-queue.js";
+import type { Answerer } from "./answering.js";
+
+export interface MemoryDeps {
+  readonly entries: EntryStore;
+  readonly index: MemoryIndex;
+  readonly writer: EntryWriter;
+  readonly ingest: IngestQueue;
+  readonly answerer: Answerer;
+  readonly logger: Logger;
+  /** Whether the direct-bypass query mode is open (SERVICE_CORE_ENABLE_DIRECT_SEARCH). */
+  readonly directSearchEnabled: boolean;
+}

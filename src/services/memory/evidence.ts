@@ -1,0 +1,48 @@
+// Maps stored entries and ranked hits to the QueryEvidence message of answers and context blocks.
+import type { QueryEvidence } from "../../../gen/engram/v2/memory_service_pb.js";
+import type { EntryRecord } from "../../storage/entry-store.js";
+import type { Hit, RetrievalMode } from "../../retrieval/search-engine.js";
+
+export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo"> & {
+  explainInfo?: QueryEvidence["explainInfo"];
+};
+
+export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode): EvidenceInit {
+  return {
+    id: entry.id,
+    content: entry.content,
+    score: Math.round(score * 1e6) / 1e6,
+    isStale: entry.supersededBy !== "",
+    supersededBy: entry.supersededBy,
+    retrievalMode: mode,
+    referenceId: entry.referenceId,
+    referenceable: entry.referenceId !== "",
+    originEntryType: entry.entryType,
+    runId: entry.runId,
+    entryType: entry.entryType,
+    metadataJson: entry.metadataJson,
+    agentId: entry.agentId,
+    lane: entry.lane,
+    occurrenceTime: BigInt(entry.occurrenceTime),
+    createdAt: new Date(entry.createdAt).toISOString(),
+  };
+}
+
+export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string): EvidenceInit {
+  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode);
+  if (!explain) return evidence;
+  return {
+    ...evidence,
+    explainInfo: {
+      $typeName: "engram.v2.ExplainInfo",
+      semanticScore: hit.parts.semantic,
+      lexicalScore: hit.parts.lexical,
+      recencyScore: hit.parts.recency,
+      temporalDecayFactor: 1,
+      stalePenaltyApplied: hit.parts.stalePenalty,
+      fusionWeightsUsed: { ...hit.parts.weights },
+      temporalIntentDetected: false,
+      rankByMode: rankBy,
+    },
+  };
+}

@@ -1,0 +1,149 @@
+// Validates and normalises ingest and batch-insert items into entries ready to store.
+import type { BatchInsertItem, IngestItem } from "../../../gen/engram/v2/memory_service_pb.js";
+import { invalidArgument } from "../../platform/errors.js";
+import { ENTRY_TYPES, IMPORTANCE_LEVELS, SOURCES, type EntryType, type NewEntry } from "../../storage/entry-store.js";
+import type { JobItem } from "../../memory/ingest-queue.js";
+import { bounded, callerVector, content, jsonObject, oneOf, parseJson } from "./validate.js";
+
+export const MAX_ITEMS = 1000;
+
+/** Intents that are not entry types themselves, and the type each is stored as. */
+const INTENT_TYPES: Readonly<Record<string, EntryType>> = {
+  observation: "fact",
+  context: "fact",
+  mental_model: "fact",
+  reflection: "lesson",
+  tool_output: "trace",
+  log: "trace",
+  task_result: "trace",
+  handoff: "trace",
+  feedback: "trace",
+  step_outcome: "trace",
+};
+const LESSON_TYPES = ["success", "failure", "observation", "rule", "preference"] as const;
+const LESSON_SCOPES = ["run", "session", "global"] as const;
+const ENV_TAG = /^[A-Za-z0-9_.+-]+:[A-Za-z0-9_.+/-]+(:[A-Za-z0-9_.+-]+)?$/;
+
+export function checkItemCount(count: number): void {
+  if (count === 0) throw invalidArgument("items", "must hold at least one item");
+  if (count > MAX_ITEMS) throw invalidArgument("items", `must hold at most ${MAX_ITEMS} items, got ${count}`);
+}
+
+/** Unix seconds from metadata keys `occurrence_time`, `event_time` or `session_date` (number or date text). */
+function occurrenceFromMetadata(metadata: Record<string, unknown>): number | undefined {
+  for (const key of ["occurrence_time", "event_time", "session_date"]) {
+    const value = metadata[key];
+    if (typeof value === "number" && Number.isFinite(value) && value > 0) return Math.floor(value);
+    if (typeof value === "string" && value.trim() !== "") {
+      const asNumber = Number(value);
+      if (Number.isFinite(asNumber) && asNumber > 0) return Math.floor(asNumber);
+      const parsed = Date.parse(value);
+      if (!Number.isNaN(parsed)) return Math.floor(parsed / 1000);
+    }
+  }
+  return undefined;
+}
+
+function envTags(field: string, tags: readonly string[]): string[] {
+  for (const tag of tags) if (!ENV_TAG.test(tag)) throw invalidArgument(field, `"${tag}" is not TYPE:NAME or TYPE:NAME:VERSION`);
+  return [...tags];
+}
+
+function entryTypeOf(field: string, entryType: string, intent: string): { type: EntryType; reasoning: string; confidence: number } {
+  if (entryType !== "") {
+    const type = oneOf(`${field}.entry_type`, entryType, ENTRY_TYPES, "fact");
+    return { type, reasoning: "entry_type", confidence: 1 };
+  }
+  if (intent !== "") {
+    const lower = intent.toLowerCase();
+    const type = (ENTRY_TYPES as readonly string[]).includes(lower) ? (lower as EntryType) : INTENT_TYPES[lower];
+    if (type === undefined) throw invalidArgument(`${field}.intent`, `unknown intent "${intent}"`);
+    return { type, reasoning: "intent", confidence: 1 };
+  }
+  return { type: "fact", reasoning: "default", confidence: 0.5 };
+}
+
+export function ingestItem(item: IngestItem, index: number, owner: number, runId: string, agentId: string, dims: number): JobItem {
+  const field = `items[${index}]`;
+  const { type, reasoning, confidence } = entryTypeOf(field, item.entryType, item.intent);
+  let text = item.text;
+  const metadata = JSON.parse(jsonObject(`${field}.metadata_json`, item.metadataJson)) as Record<string, unknown>;
+  if (item.payloadJson !== "") {
+    const payload = parseJson(`${field}.payload_json`, item.payloadJson);
+    if (text === "") text = item.payloadJson;
+    else metadata["payload"] = payload;
+  }
+  content(`${field}.text`, text);
+  if (item.hintsJson !== "") metadata["hints"] = JSON.parse(jsonObject(`${field}.hints_json`, item.hintsJson)) as unknown;
+  const isLesson = type === "lesson";
+  if (item.lessonConditionsJson !== "") {
+    const conditions = parseJson(`${field}.lesson_conditions_json`, item.lessonConditionsJson);
+    if (!Array.isArray(conditions) || !conditions.every((c) => typeof c === "string")) {
+      throw invalidArgument(`${field}.lesson_conditions_json`, "must be a JSON array of strings");
+    }
+    metadata["lesson_conditions"] = conditions;
+  }
+  const lessonImportance = oneOf(`${field}.lesson_importance`, item.lessonImportance, IMPORTANCE_LEVELS, "medium");
+  const importance = oneOf(`${field}.importance`, item.importance, IMPORTANCE_LEVELS, isLesson ? lessonImportance : type === "rule" ? "high" : "medium");
+  const occurrence = Number(item.occurrenceTime);
+  if (occurrence < 0) throw invalidArgument(`${field}.occurrence_time`, "must be unix seconds >= 0");
+  const vector = callerVector(`${field}.embedding`, item.embedding, dims);
+  const entry: NewEntry = {
+    owner,
+    runId,
+    agentId,
+    userId: bounded(`${field}.user_id`, item.userId),
+    entryType: type,
+    content: text,
+    lessonScope: isLesson ? oneOf(`${field}.lesson_scope`, item.lessonScope, LESSON_SCOPES, "run") : "",
+    lessonType: isLesson ? oneOf(`${field}.lesson_type`, item.lessonType, LESSON_TYPES, "observation") : "",
+    importance,
+    metadataJson: JSON.stringify(metadata),
+    lane: bounded(`${field}.lane`, item.lane),
+    occurrenceTime: occurrence || occurrenceFromMetadata(metadata) || Math.floor(Date.now() / 1000),
+    upsertKey: bounded(`${field}.upsert_key`, item.upsertKey),
+    source: oneOf(`${field}.source`, item.source, SOURCES, "agent"),
+    contentType: bounded(`${field}.content_type`, item.contentType) || "text/plain",
+    envTags: envTags(`${field}.env_tags`, item.envTags),
+    derived: false,
+    confidence: 1,
+  };
+  return {
+    itemId: bounded(`${field}.item_id`, item.itemId) || `item-${index}`,
+    contentType: entry.contentType,
+    reasoning,
+    confidence,
+    entry,
+    vector: vector === undefined ? undefined : Array.from(vector),
+  };
+}
+
+/** A batch-insert item; problems are reported per item rather than failing the request. */
+export function batchItem(item: BatchInsertItem, index: number, owner: number, runId: string, agentId: string, dims: number) {
+  const field = `items[${index}]`;
+  const type = oneOf(`${field}.entry_type`, item.entryType, ENTRY_TYPES, "fact");
+  if (type === "lesson") throw invalidArgument(`${field}.entry_type`, "lessons need lesson fields: use Ingest or Remember");
+  const occurrence = Number(item.occurrenceTime);
+  if (occurrence < 0) throw invalidArgument(`${field}.occurrence_time`, "must be unix seconds >= 0");
+  const entry: NewEntry = {
+    owner,
+    runId,
+    agentId,
+    userId: bounded(`${field}.user_id`, item.userId),
+    entryType: type,
+    content: content(`${field}.text`, item.text),
+    lessonScope: "",
+    lessonType: "",
+    importance: type === "rule" ? "high" : "medium",
+    metadataJson: jsonObject(`${field}.metadata_json`, item.metadataJson),
+    lane: bounded(`${field}.lane`, item.lane),
+    occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
+    upsertKey: "",
+    source: oneOf(`${field}.source`, item.source, SOURCES, "agent"),
+    contentType: "text/plain",
+    envTags: envTags(`${field}.env_tags`, item.envTags),
+    derived: false,
+    confidence: 1,
+  };
+  return { entry, vector: callerVector(`${field}.embedding`, item.embedding, dims) };
+}

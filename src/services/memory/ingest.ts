@@ -1,0 +1,184 @@
+// Ingest routes: asynchronous jobs, the synchronous bulk write, job status and per-run ingest statistics.
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
+import type { BatchInsertItemResult, MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
+import { callerOf, isAdmin } from "../../auth/principal.js";
+import { notFound } from "../../platform/errors.js";
+import type { IngestJobRecord } from "../../memory/ingest-queue.js";
+import type { EntryToWrite } from "../../memory/entry-writer.js";
+import type { MemoryDeps } from "./deps.js";
+import { batchItem, checkItemCount, ingestItem } from "./ingest-items.js";
+import { bounded, required } from "./validate.js";
+
+type Handlers = Pick<ServiceImpl<typeof MemoryService>, "ingest" | "batchInsert" | "getIngestJob" | "getIngestStats">;
+
+function iso(ms: number): string {
+  return ms === 0 ? "" : new Date(ms).toISOString();
+}
+
+function jobView(job: IngestJobRecord) {
+  return {
+    jobId: job.jobId,
+    runId: job.runId,
+    status: job.status,
+    done: job.status === "completed" || job.status === "failed",
+    error: job.error,
+    createdAt: iso(job.createdAt),
+    startedAt: iso(job.startedAt),
+    finishedAt: iso(job.finishedAt),
+    traces: job.traces.map((t) => ({
+      itemId: t.itemId,
+      contentType: t.contentType,
+      selectedTypes: [t.entryType],
+      reasoning: t.reasoning,
+      writes: [{ memoryType: t.entryType, recordId: t.recordId, success: true, error: "" }],
+      confidence: t.confidence,
+    })),
+    ordered: job.ordered,
+    deduplicated: job.deduplicatedCount > 0,
+    itemCount: job.itemCount,
+    entryCount: job.entryCount,
+    agentId: job.agentId,
+  };
+}
+
+export function ingestHandlers(deps: MemoryDeps): Handlers {
+  const dims = (): number => deps.index.embedder.dimensions;
+  return {
+    async ingest(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      const agentId = bounded("agent_id", req.agentId);
+      checkItemCount(req.items.length);
+      const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, dims()));
+      const { job, deduplicated } = await deps.ingest.accept(
+        caller.userId,
+        runId,
+        agentId,
+        bounded("idempotency_key", req.idempotencyKey),
+        !req.parallel,
+        items,
+      );
+      return { accepted: true, jobId: job.jobId, deduplicated, status: job.status };
+    },
+
+    async batchInsert(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      const agentId = bounded("agent_id", req.agentId);
+      checkItemCount(req.items.length);
+      const results: Omit<BatchInsertItemResult, "$typeName">[] = [];
+      const toWrite: { at: number; item: EntryToWrite }[] = [];
+      const existing = req.deduplicate ? existingContent(deps, caller.userId, runId) : new Map<string, string>();
+      req.items.forEach((raw, i) => {
+        const itemId = raw.itemId || `item-${i}`;
+        try {
+          const item = batchItem(raw, i, caller.userId, runId, agentId, dims());
+          const duplicate = existing.get(dedupKey(item.entry.userId, item.entry.entryType, item.entry.content));
+          if (duplicate !== undefined) {
+            results.push({ itemId, success: true, entryId: duplicate, error: "", deduplicated: true });
+            return;
+          }
+          results.push({ itemId, success: true, entryId: "", error: "", deduplicated: false });
+          toWrite.push({ at: i, item });
+        } catch (e: unknown) {
+          if (!(e instanceof ConnectError)) throw e;
+          results.push({ itemId, success: false, entryId: "", error: e.rawMessage, deduplicated: false });
+        }
+      });
+      const written = await deps.writer.write(toWrite.map((w) => w.item), "batch_insert");
+      written.forEach(({ record }, j) => {
+        const result = results[(toWrite[j] as { at: number }).at];
+        if (result !== undefined) result.entryId = record.id;
+      });
+      const stored = results.filter((r) => r.success);
+      return {
+        success: stored.length === results.length,
+        count: stored.length,
+        entryIds: stored.map((r) => r.entryId),
+        itemResults: results,
+        message: `stored ${stored.length} of ${results.length} items`,
+      };
+    },
+
+    async getIngestJob(req, ctx) {
+      const caller = callerOf(ctx);
+      const job = deps.ingest.get(required("job_id", req.jobId));
+      const visible = job !== undefined && (isAdmin(caller) || job.owner === caller.userId);
+      if (!visible || (req.runId !== "" && job.runId !== req.runId)) throw notFound(`ingest job "${req.jobId}"`);
+      return jobView(job);
+    },
+
+    async getIngestStats(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      const { catalog } = deps.index;
+      const byType: Record<string, number> = {};
+      let lastIngest = 0;
+      const seqs = catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, runId);
+      for (const seq of seqs) {
+        const type = catalog.entryType(seq);
+        byType[type] = (byType[type] ?? 0) + 1;
+        lastIngest = Math.max(lastIngest, catalog.createdAt(seq));
+      }
+      const agents = new Map<string, { jobs: number; completed: number; failed: number; deduplicated: number; items: number; last: number }>();
+      let totalJobs = 0;
+      let completed = 0;
+      let failed = 0;
+      let deduplicated = 0;
+      let totalItems = 0;
+      for (const job of deps.ingest.jobsOfRun(caller.userId, runId)) {
+        totalJobs++;
+        totalItems += job.itemCount;
+        deduplicated += job.deduplicatedCount;
+        if (job.status === "completed") completed++;
+        if (job.status === "failed") failed++;
+        const agent = agents.get(job.agentId) ?? { jobs: 0, completed: 0, failed: 0, deduplicated: 0, items: 0, last: 0 };
+        agent.jobs++;
+        agent.items += job.itemCount;
+        agent.deduplicated += job.deduplicatedCount;
+        if (job.status === "completed") agent.completed++;
+        if (job.status === "failed") agent.failed++;
+        agent.last = Math.max(agent.last, job.createdAt);
+        agents.set(job.agentId, agent);
+      }
+      return {
+        runId,
+        totalIngested: seqs.length,
+        byType,
+        lastIngestAt: iso(lastIngest),
+        totalJobs,
+        completedJobs: completed,
+        failedJobs: failed,
+        deduplicatedJobs: deduplicated,
+        totalItems,
+        agents: [...agents].map(([agentId, a]) => ({
+          agentId,
+          jobCount: a.jobs,
+          completedJobCount: a.completed,
+          failedJobCount: a.failed,
+          deduplicatedJobCount: a.deduplicated,
+          itemCount: a.items,
+          lastJobAt: iso(a.last),
+        })),
+        statsAvailable: true,
+        statusReason: "",
+      };
+    },
+  };
+}
+
+function dedupKey(userId: string, entryType: string, text: string): string {
+  return `${userId}\u0000${entryType}\u0000${text}`;
+}
+
+/** Content of the run's current entries, for BatchInsert's `deduplicate`. */
+function existingContent(deps: MemoryDeps, owner: number, runId: string): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const seq of deps.index.catalog.runSeqs(owner, runId)) {
+    if (deps.index.catalog.isStale(seq)) continue;
+    const entry = deps.entries.get(seq);
+    if (entry !== undefined) map.set(dedupKey(entry.userId, entry.entryType, entry.content), entry.id);
+  }
+  return map;
+}

@@ -1,0 +1,94 @@
+// The quickstart routes: remember one fact or lesson, recall an answer from a session.
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
+import { callerOf } from "../../auth/principal.js";
+import { invalidArgument } from "../../platform/errors.js";
+import { IMPORTANCE_LEVELS } from "../../storage/entry-store.js";
+import type { MemoryDeps } from "./deps.js";
+import { evidenceOfHit } from "./evidence.js";
+import { retrieve } from "./retrieve.js";
+import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds } from "./validate.js";
+
+type Handlers = Pick<ServiceImpl<typeof MemoryService>, "remember" | "recall">;
+
+const INTENTS = ["fact", "lesson"] as const;
+const LESSON_SCOPES = ["run", "session", "global"] as const;
+
+export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
+  return {
+    async remember(req, ctx) {
+      const caller = callerOf(ctx);
+      const sessionId = required("session_id", req.sessionId);
+      bounded("agent_id", req.agentId);
+      bounded("user_id", req.userId);
+      const text = content("content", req.content);
+      const intent = oneOf("intent", req.intent, INTENTS, "fact");
+      const scope = oneOf("lesson_scope", req.lessonScope, LESSON_SCOPES, "session");
+      const occurrence = Number(req.occurrenceTime);
+      if (occurrence < 0) throw invalidArgument("occurrence_time", "must be unix seconds >= 0");
+      const [written] = await deps.writer.write(
+        [
+          {
+            entry: {
+              owner: caller.userId,
+              runId: sessionId,
+              agentId: req.agentId,
+              userId: req.userId,
+              entryType: intent,
+              content: text,
+              lessonScope: intent === "lesson" ? scope : "",
+              lessonType: intent === "lesson" ? "observation" : "",
+              importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
+              metadataJson: jsonObject("metadata_json", req.metadataJson),
+              lane: "",
+              occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
+              upsertKey: "",
+              source: "agent",
+              contentType: "text/plain",
+              envTags: [],
+              derived: false,
+              confidence: 1,
+            },
+          },
+        ],
+        "remember",
+      );
+      if (written === undefined) throw new Error("write returned no entry");
+      return {
+        success: true,
+        entryId: written.record.id,
+        entryType: written.record.entryType,
+        sessionId,
+        createdAt: new Date(written.record.createdAt).toISOString(),
+      };
+    },
+
+    async recall(req, ctx) {
+      const sessionId = required("session_id", req.sessionId);
+      bounded("user_id", req.userId);
+      const query = content("query", req.query);
+      const result = await retrieve(deps.index, ctx, {
+        runIds: [sessionId],
+        text: query,
+        vector: undefined,
+        userId: req.userId,
+        entryTypes: entryTypeFilter("entry_types", req.entryTypes),
+        laneFilter: bounded("lane_filter", req.laneFilter),
+        time: timeBounds(req.minTimestamp, req.maxTimestamp),
+        includeWorkingMemory: true,
+        includeGlobalLessons: true,
+        limit: clampLimit(req.limit, 10, 100),
+        budget: oneOf("budget", req.budget, BUDGETS, "mid"),
+        rankBy: "relevance",
+      });
+      const answer = await deps.answerer.answer(query, result.hits);
+      return {
+        finalAnswer: answer.finalAnswer,
+        confidence: Math.round(answer.confidence * 1e4) / 1e4,
+        mode: "agent_routed",
+        evidence: result.hits.map((hit) => evidenceOfHit(hit, false, "relevance")),
+        citations: answer.citations,
+      };
+    },
+  };
+}

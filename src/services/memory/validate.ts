@@ -1,0 +1,103 @@
+// Request validation shared by the memory routes: every problem is INVALID_ARGUMENT naming its field.
+import { invalidArgument } from "../../platform/errors.js";
+import { ENTRY_TYPES, type EntryType } from "../../storage/entry-store.js";
+import type { Budget, RankBy } from "../../retrieval/search-engine.js";
+
+/** Identifiers become parts of LMDB keys, whose size is bounded. */
+export const MAX_ID_LENGTH = 256;
+export const MAX_CONTENT_BYTES = 1024 * 1024;
+
+export function required(field: string, value: string): string {
+  if (value.trim() === "") throw invalidArgument(field, "is required");
+  return bounded(field, value);
+}
+
+export function bounded(field: string, value: string): string {
+  if (value.length > MAX_ID_LENGTH) throw invalidArgument(field, `must be at most ${MAX_ID_LENGTH} characters`);
+  return value;
+}
+
+export function content(field: string, value: string, allowEmpty = false): string {
+  if (!allowEmpty && value.trim() === "") throw invalidArgument(field, "is required");
+  if (Buffer.byteLength(value, "utf8") > MAX_CONTENT_BYTES) throw invalidArgument(field, "is larger than 1 MiB");
+  return value;
+}
+
+/** Case-insensitive choice among allowed values; "" gives the fallback. */
+export function oneOf<T extends string>(field: string, value: string, allowed: readonly T[], fallback: T): T {
+  if (value === "") return fallback;
+  const lower = value.toLowerCase();
+  const match = allowed.find((a) => a === lower);
+  if (match === undefined) throw invalidArgument(field, `must be one of ${allowed.join(", ")}; got "${value}"`);
+  return match;
+}
+
+/** A JSON object text; "" becomes "{}". */
+export function jsonObject(field: string, value: string): string {
+  if (value === "") return "{}";
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw invalidArgument(field, "must be valid JSON");
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw invalidArgument(field, "must be a JSON object");
+  return value;
+}
+
+export function parseJson(field: string, value: string): unknown {
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    throw invalidArgument(field, "must be valid JSON");
+  }
+}
+
+export function entryTypeFilter(field: string, values: readonly string[]): ReadonlySet<EntryType> | undefined {
+  if (values.length === 0) return undefined;
+  const known = new Set<string>(ENTRY_TYPES);
+  for (const value of values) {
+    if (!known.has(value)) throw invalidArgument(field, `unknown entry type "${value}"; known: ${ENTRY_TYPES.join(", ")}`);
+  }
+  return new Set(values as EntryType[]);
+}
+
+export const BUDGETS: readonly Budget[] = ["low", "mid", "high"];
+export const RANK_BY: readonly RankBy[] = ["relevance", "freshness", "balanced"];
+
+export interface TimeBounds {
+  readonly min: number | undefined;
+  readonly max: number | undefined;
+}
+
+/** Inclusive unix-second bounds; 0 means none. */
+export function timeBounds(min: bigint, max: bigint): TimeBounds {
+  const lo = min === 0n ? undefined : Number(min);
+  const hi = max === 0n ? undefined : Number(max);
+  if (lo !== undefined && lo < 0) throw invalidArgument("min_timestamp", "must be unix seconds >= 0");
+  if (hi !== undefined && hi < 0) throw invalidArgument("max_timestamp", "must be unix seconds >= 0");
+  if (lo !== undefined && hi !== undefined && lo > hi) throw invalidArgument("min_timestamp", "must not be greater than max_timestamp");
+  return { min: lo, max: hi };
+}
+
+export function clampLimit(value: number, fallback: number, max: number): number {
+  return value === 0 ? fallback : Math.min(max, Math.max(1, value));
+}
+
+/** A caller-supplied vector: must match the embedder's dimension; normalised to unit length. */
+export function callerVector(field: string, values: readonly number[], dimensions: number): Float32Array | undefined {
+  if (values.length === 0) return undefined;
+  if (values.length !== dimensions) {
+    throw invalidArgument(field, `must have ${dimensions} dimensions (the server embedder's), got ${values.length}`);
+  }
+  const vector = Float32Array.from(values);
+  let norm = 0;
+  for (const x of vector) {
+    if (!Number.isFinite(x)) throw invalidArgument(field, "must contain only finite numbers");
+    norm += x * x;
+  }
+  if (norm === 0) throw invalidArgument(field, "must not be the zero vector");
+  const scale = 1 / Math.sqrt(norm);
+  for (let i = 0; i < vector.length; i++) vector[i] = (vector[i] as number) * scale;
+  return vector;
+}
