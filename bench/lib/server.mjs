@@ -115,10 +115,8 @@ export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000
     throw new Error(`${SERVER_ENTRY} not found: build first (npx tsc -p tsconfig.build.json)`);
   }
   port ??= await freePort();
-  const childEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith("SERVICE_")) childEnv[name] = value;
-  }
+  // The caller's other SERVICE_* settings pass through (e.g. SERVICE_EMBEDDER=hashed to compare embedders).
+  const childEnv = { ...process.env };
   Object.assign(childEnv, {
     SERVICE_PORT: String(port),
     SERVICE_HOST: HOST,

@@ -12,23 +12,21 @@ async function importDist(relative) {
   return import(pathToFileURL(file).href);
 }
 
-/**
- * The embedder the server uses by default, loaded in-process from the compiled code: BENCH_EMBEDDER=hashed or
- * word-vectors picks one; otherwise the word-vector embedder when the compiled wiring names it, else the hashed one.
- */
+/** The embedder the server will use: SERVICE_EMBEDDER (passed on to it), else the compiled config's default. */
+export function embedderName() {
+  if (process.env.SERVICE_EMBEDDER) return process.env.SERVICE_EMBEDDER;
+  const config = path.join(DIST, "platform/config.js");
+  const source = fs.existsSync(config) ? fs.readFileSync(config, "utf8") : "";
+  return /"SERVICE_EMBEDDER",\s*"(\w[\w-]*)"/.exec(source)?.[1] ?? "hashed";
+}
+
+/** The server's embedder (wordvec or hashed), loaded in-process from the compiled code. */
 export async function loadEmbedder() {
-  let kind = process.env.BENCH_EMBEDDER;
-  if (!kind) {
-    const wiring = ["app.js", "main.js"]
-      .map((f) => path.join(DIST, f))
-      .filter((f) => fs.existsSync(f))
-      .map((f) => fs.readFileSync(f, "utf8"))
-      .join("\n");
-    kind = /WordVectorEmbedder/.test(wiring) ? "word-vectors" : "hashed";
-  }
-  if (kind === "word-vectors") {
+  const kind = embedderName();
+  if (kind === "wordvec" || kind === "word-vectors") {
     const mod = await importDist("retrieval/embedders/word-vector-embedder.js");
-    if (mod) return { kind, embedder: await mod.WordVectorEmbedder.load(path.join(ROOT, mod.WORD_VECTORS_ASSET)) };
+    if (!mod) throw new Error(`no compiled word-vector embedder under ${DIST}`);
+    return { kind, embedder: await mod.WordVectorEmbedder.load(path.join(ROOT, mod.WORD_VECTORS_ASSET)) };
   }
   const mod = await importDist("retrieval/embedders/hashed-embedder.js");
   if (!mod) throw new Error(`no compiled embedder under ${DIST}`);

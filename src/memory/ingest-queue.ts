@@ -134,7 +134,7 @@ export class IngestQueue {
       };
       dbs.jobs.put(job.jobId, job);
       dbs.jobItems.put(job.jobId, items);
-      dbs.jobQueue.put([jobSeq], job.jobId);
+      dbs.jobQueue.put(jobSeq, job.jobId);
       dbs.jobsByRun.put([owner, runId, jobSeq], job.jobId);
       if (idempotencyKey !== "") dbs.jobIdempotency.put([owner, runId, idempotencyKey], job.jobId);
       return { job, deduplicated: false };
@@ -177,14 +177,14 @@ export class IngestQueue {
   async #drain(): Promise<void> {
     const { dbs } = this.#storage;
     while (!this.#stopped) {
-      let next: { key: [number]; jobId: string } | undefined;
-      for (const { key, value } of dbs.jobQueue.getRange({ limit: 1 })) next = { key: key as [number], jobId: value };
+      let next: { key: number; jobId: string } | undefined;
+      for (const { key, value } of dbs.jobQueue.getRange({ limit: 1 })) next = { key, jobId: value };
       if (next === undefined) return;
       await this.#process(next.jobId, next.key);
     }
   }
 
-  async #process(jobId: string, queueKey: [number]): Promise<void> {
+  async #process(jobId: string, queueKey: number): Promise<void> {
     const { root, dbs } = this.#storage;
     const job = this.get(jobId);
     const items = dbs.jobItems.get(jobId) as JobItem[] | undefined;

@@ -33,8 +33,8 @@ export interface Databases {
   readonly jobs: LmdbDatabase<unknown, string>;
   /** job_id → the job's validated items */
   readonly jobItems: LmdbDatabase<unknown, string>;
-  /** [job_seq] → job_id: jobs not yet finished, in acceptance order */
-  readonly jobQueue: LmdbDatabase<string, Key>;
+  /** job_seq → job_id: jobs not yet finished, in acceptance order */
+  readonly jobQueue: LmdbDatabase<string, number>;
   /** [owner, run_id, idempotency_key] → job_id */
   readonly jobIdempotency: LmdbDatabase<string, Key>;
   /** [owner, run_id, job_seq] → job_id */
