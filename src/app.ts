@@ -35,6 +35,8 @@ import { AuthService } from "../gen/engram/v2/auth_service_pb.js";
 import { MemoryService } from "../gen/engram/v2/memory_service_pb.js";
 import { EventsService } from "../gen/engram/v2/events_service_pb.js";
 import { CoreService } from "../gen/engram/v2/core_service_pb.js";
+import { RunsService } from "../gen/engram/v2/runs_service_pb.js";
+import { runsService } from "./services/runs/runs-service.js";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { PLANNED_SERVICES } from "./services/planned.js";
 
@@ -70,27 +72,23 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
-  router.service(
-    MemoryService,
-    memoryService(
-      {
-        entries,
-        index,
-        writer,
-        ingest,
-        answerer: new Answerer(llm, logger),
-        logger,
-        directSearchEnabled: config.coreEnableDirectSearch,
-      },
-      events,
-    ),
-  );
+  const memoryDeps = {
+    entries,
+    index,
+    writer,
+    ingest,
+    answerer: new Answerer(llm, logger),
+    logger,
+    directSearchEnabled: config.coreEnableDirectSearch,
+  };
+  router.service(MemoryService, memoryService(memoryDeps, events));
+  router.service(RunsService, runsService(memoryDeps));
   router.service(EventsService, eventsService(events));
   router.service(CoreService, coreService());
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, ...PLANNED_SERVICES];
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, ...PLANNED_SERVICES];
   router.service(ServerReflection, reflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);

@@ -5,7 +5,6 @@ import { CoordinationService } from "../../gen/engram/v2/coordination_service_pb
 import { LearningService } from "../../gen/engram/v2/learning_service_pb.js";
 import { PlanningService } from "../../gen/engram/v2/planning_service_pb.js";
 import { ResourcesService } from "../../gen/engram/v2/resources_service_pb.js";
-import { RunsService } from "../../gen/engram/v2/runs_service_pb.js";
 import { SessionsService } from "../../gen/engram/v2/sessions_service_pb.js";
 
 export const PLANNED_SERVICES: readonly DescService[] = [
@@ -13,6 +12,5 @@ export const PLANNED_SERVICES: readonly DescService[] = [
   LearningService,
   PlanningService,
   ResourcesService,
-  RunsService,
   SessionsService,
 ];

@@ -1,0 +1,63 @@
+// RunsService: the context snapshot of a run. Run listing, links and deletion come with a later issue.
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { RunsService } from "../../../gen/engram/v2/runs_service_pb.js";
+import { callerOf, isAdmin } from "../../auth/principal.js";
+import { notFound } from "../../platform/errors.js";
+import type { EntryRecord } from "../../storage/entry-store.js";
+import type { MemoryDeps } from "../memory/deps.js";
+import { evidenceOfEntry } from "../memory/evidence.js";
+import { required } from "../memory/validate.js";
+import { modeOf } from "../../retrieval/search-engine.js";
+
+const ATTENTION_LIMIT = 10;
+const WORKING_MEMORY_LIMIT = 50;
+
+type Reason = "latest_checkpoint" | "active_rule" | "important_lesson" | "recent";
+
+export function runsService(deps: MemoryDeps): Partial<ServiceImpl<typeof RunsService>> {
+  return {
+    getContextSnapshot(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      const { catalog } = deps.index;
+      const seqs = catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, runId);
+      if (seqs.length === 0) throw notFound(`run "${runId}"`);
+      // Newest first, current entries only.
+      const current: EntryRecord[] = [];
+      for (let i = seqs.length - 1; i >= 0; i--) {
+        const seq = seqs[i] as number;
+        if (catalog.isStale(seq)) continue;
+        const entry = deps.entries.get(seq);
+        if (entry !== undefined) current.push(entry);
+      }
+      const attention: { reason: Reason; entry: EntryRecord; weight: number }[] = [];
+      const listed = new Set<number>();
+      const take = (entries: EntryRecord[], reason: Reason, max: number, weight: number): void => {
+        for (const entry of entries.slice(0, max)) {
+          if (attention.length >= ATTENTION_LIMIT || listed.has(entry.seq)) continue;
+          attention.push({ reason, entry, weight });
+          listed.add(entry.seq);
+        }
+      };
+      take(current.filter((e) => e.entryType === "checkpoint"), "latest_checkpoint", 1, 1);
+      take(current.filter((e) => e.entryType === "rule"), "active_rule", 3, 0.9);
+      take(current.filter((e) => e.entryType === "lesson" && (e.importance === "high" || e.importance === "critical")), "important_lesson", 3, 0.8);
+      take(current, "recent", ATTENTION_LIMIT, 0.5);
+      const workingMemory = current.filter((e) => e.entryType === "working_memory").slice(0, WORKING_MEMORY_LIMIT);
+      return {
+        snapshot: {
+          runId,
+          workingMemory:
+            req.includeWorkingMemory === false
+              ? { variables: [], entries: [] }
+              : { variables: [], entries: workingMemory.map((e) => evidenceOfEntry(e, 1, "working_memory")) },
+          attention: attention.map((a) => ({ reason: a.reason, entry: evidenceOfEntry(a.entry, a.weight, modeOf(a.entry)) })),
+          // Goals belong to the planning routes, built by a later issue; none can exist yet.
+          goals: [],
+          lastActivityAt: new Date(catalog.createdAt(seqs[seqs.length - 1] as number)).toISOString(),
+          generatedAt: new Date().toISOString(),
+        },
+      };
+    },
+  };
+}
