@@ -35,6 +35,15 @@ function grow<T extends Int32Array | Float64Array | Uint8Array>(array: T, size: 
   return next;
 }
 
+/** A speaker label opening the content, as in "Caroline: I went to the support group." */
+const SPEAKER_LABEL = /^([\p{Lu}][\p{L}'.-]*(?: [\p{Lu}][\p{L}'.-]*){0,3}):\s/u;
+
+/** Who an entry is by: the speaker label that opens it, else the agent that wrote it; lowercase, "" if neither. */
+export function authorOf(record: Pick<EntryRecord, "content" | "agentId">): string {
+  const label = SPEAKER_LABEL.exec(record.content);
+  return (label?.[1] ?? record.agentId).toLowerCase();
+}
+
 export interface EntryFilter {
   readonly entryTypes: ReadonlySet<EntryType> | undefined;
   /** Logical user: entries about this user or about no one. Undefined: no filter. */
@@ -57,7 +66,10 @@ export class Catalog {
   #occurrence = new Float64Array(1024);
   #created = new Float64Array(1024);
   #termCount = new Int32Array(1024);
+  #author = new Int32Array(1024);
   readonly #strings = new Interner();
+  /** Lowercase author names: an entry's speaker label ("Name: …") or else its agent id; 0 is "unknown". */
+  readonly #authors = new Interner();
   /** `${owner}/${run}` and `*\/${run}` → seqs in ascending order. */
   readonly #byScope = new Map<string, number[]>();
   /** owner → seqs of global lessons. */
@@ -91,6 +103,7 @@ export class Catalog {
     this.#occurrence = grow(this.#occurrence, size, (n) => new Float64Array(n));
     this.#created = grow(this.#created, size, (n) => new Float64Array(n));
     this.#termCount = grow(this.#termCount, size, (n) => new Int32Array(n));
+    this.#author = grow(this.#author, size, (n) => new Int32Array(n));
     if ((this.#flags[seq] as number) & FLAG_PRESENT) return;
     this.#owner[seq] = record.owner;
     this.#run[seq] = this.#strings.id(record.runId);
@@ -101,6 +114,7 @@ export class Catalog {
     this.#occurrence[seq] = record.occurrenceTime || Math.floor(record.createdAt / 1000);
     this.#created[seq] = record.createdAt;
     this.#termCount[seq] = record.termCount;
+    this.#author[seq] = this.#authors.id(authorOf(record));
     const globalLesson = record.entryType === "lesson" && record.lessonScope === "global";
     this.#flags[seq] =
       FLAG_PRESENT |
@@ -164,6 +178,16 @@ export class Catalog {
 
   termCount(seq: number): number {
     return this.#termCount[seq] as number;
+  }
+
+  /** The author id of a lowercase name, when some entry has that author. */
+  authorId(name: string): number | undefined {
+    const id = this.#authors.lookup(name);
+    return id === undefined || id === this.#authors.id("") ? undefined : id;
+  }
+
+  authorOf(seq: number): number {
+    return this.#author[seq] as number;
   }
 
   ownerOf(seq: number): number {

@@ -3,7 +3,7 @@
 // overlaid with exact references and the scope's active rules and lessons.
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import type { Catalog, EntryFilter } from "./catalog.js";
-import type { SparseIndex, WeightedTerm } from "./sparse-index.js";
+import type { SparseHit, SparseIndex, WeightedTerm } from "./sparse-index.js";
 import type { VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
 
@@ -55,17 +55,42 @@ export interface SearchResult {
   readonly denseCandidates: number;
 }
 
-/** Candidates each source contributes, by budget. */
-const DEPTH: Readonly<Record<Budget, number>> = { low: 40, mid: 150, high: 400 };
-const STALE_PENALTY = 0.5;
-const IMPORTANCE_WEIGHT = [0.92, 1, 1.08, 1.15];
-const RECENCY_WEIGHT: Readonly<Record<RankBy, number>> = { relevance: 0.03, freshness: 0.4, balanced: 0.2 };
-/** Pseudo-relevance feedback: expansion terms from the top results, weighted down (RM3-style). */
-const FEEDBACK_DOCS = 3;
-const FEEDBACK_TERMS = 10;
-const FEEDBACK_WEIGHT = 0.4;
-/** Share of a neighbour's score (previous and next entry of the same run) added to an entry. */
-const NEIGHBOUR_SHARE = 0.15;
+/** The knobs of ranking, with the values measured best on LoCoMo (see BENCHMARKS.md); benches may vary them. */
+export interface SearchTuning {
+  /** Candidates each source contributes, by budget. */
+  readonly depth: Readonly<Record<Budget, number>>;
+  /** Weights of normalised BM25 and cosine in the fused score (before recency). */
+  readonly lexicalWeight: number;
+  readonly semanticWeight: number;
+  /** Score multiplier of superseded entries. */
+  readonly stalePenalty: number;
+  /** Score multipliers of importance low, medium, high, critical. */
+  readonly importanceWeight: readonly number[];
+  readonly recencyWeight: Readonly<Record<RankBy, number>>;
+  /** Pseudo-relevance feedback (RM3-style): top results whose terms expand the query, how many terms, their weight. */
+  readonly feedbackDocs: number;
+  readonly feedbackTerms: number;
+  readonly feedbackWeight: number;
+  /** Share of a neighbour's score (previous and next entry of the same run) added to an entry. */
+  readonly neighbourShare: number;
+  /** Added to entries whose author (speaker label or agent) the query names; the name leaves the lexical match. */
+  readonly authorBonus: number;
+}
+
+export const DEFAULT_TUNING: SearchTuning = {
+  depth: { low: 40, mid: 150, high: 400 },
+  lexicalWeight: 0.6,
+  semanticWeight: 0.4,
+  stalePenalty: 0.5,
+  importanceWeight: [0.92, 1, 1.08, 1.15],
+  recencyWeight: { relevance: 0.03, freshness: 0.4, balanced: 0.2 },
+  feedbackDocs: 3,
+  feedbackTerms: 10,
+  feedbackWeight: 0.4,
+  neighbourShare: 0.15,
+  authorBonus: 0.2,
+};
+
 const REFERENCE_PATTERN = /\b((?:arc|chk)_[0-9a-z]{1,12}|ent_[0-9a-z]{1,12})\b/g;
 const MAX_OVERLAYS = 3;
 
@@ -96,8 +121,10 @@ export class SearchEngine {
   readonly #catalog: Catalog;
   readonly #sparse: SparseIndex;
   readonly #dense: VectorIndex;
+  readonly #tuning: SearchTuning;
 
-  constructor(entries: EntryStore, catalog: Catalog, sparse: SparseIndex, dense: VectorIndex) {
+  constructor(entries: EntryStore, catalog: Catalog, sparse: SparseIndex, dense: VectorIndex, tuning: SearchTuning = DEFAULT_TUNING) {
+    this.#tuning = tuning;
     this.#entries = entries;
     this.#catalog = catalog;
     this.#sparse = sparse;
@@ -112,12 +139,15 @@ export class SearchEngine {
     const accept = (seq: number): boolean =>
       inScope(seq) && passes(seq) && (req.includeWorkingMemory || catalog.entryType(seq) !== "working_memory");
 
-    const depth = DEPTH[req.budget];
-    const queryTerms = weightedTerms(req.text);
+    const tuning = this.#tuning;
+    const depth = tuning.depth[req.budget];
+    const authors = this.#namedAuthors(req.text);
+    // A named author is matched through authorship, not as a word that most of their entries happen to contain.
+    const queryTerms = weightedTerms(req.text).filter((t) => !authors.terms.has(t.term));
     const sparseArgs = [accept, depth, catalog.count, catalog.averageTermCount, (seq: number) => catalog.termCount(seq)] as const;
     let sparseHits = this.#sparse.search(queryTerms, ...sparseArgs);
     if (req.budget !== "low" && sparseHits.length > 0) {
-      const expansion = this.#feedbackTerms(sparseHits.slice(0, FEEDBACK_DOCS).map((h) => h.seq), queryTerms);
+      const expansion = this.#feedbackTerms(sparseHits.slice(0, tuning.feedbackDocs), queryTerms);
       if (expansion.length > 0) sparseHits = this.#sparse.search([...queryTerms, ...expansion], ...sparseArgs);
     }
 
@@ -136,8 +166,12 @@ export class SearchEngine {
     const maxSemantic = Math.max(...semanticValues, 0);
     const semanticSpan = maxSemantic - minSemantic;
     const newest = Math.max(0, ...[...union].map((seq) => catalog.occurrence(seq)));
-    const recencyWeight = RECENCY_WEIGHT[req.rankBy];
-    const weights = { lexical: 0.6 * (1 - recencyWeight), semantic: 0.4 * (1 - recencyWeight), recency: recencyWeight };
+    const recencyWeight = tuning.recencyWeight[req.rankBy];
+    const weights = {
+      lexical: tuning.lexicalWeight * (1 - recencyWeight),
+      semantic: tuning.semanticWeight * (1 - recencyWeight),
+      recency: recencyWeight,
+    };
 
     const fused = new Map<number, { score: number; parts: ScoreParts }>();
     for (const seq of union) {
@@ -147,11 +181,12 @@ export class SearchEngine {
       const recency = Math.pow(0.5, Math.max(0, newest - catalog.occurrence(seq)) / (30 * 86400));
       const stale = catalog.isStale(seq);
       let score = weights.lexical * lex + weights.semantic * sem + weights.recency * recency;
-      score *= IMPORTANCE_WEIGHT[catalog.importanceLevel(seq)] ?? 1;
-      if (stale) score *= STALE_PENALTY;
+      if (authors.ids.has(catalog.authorOf(seq))) score += tuning.authorBonus;
+      score *= tuning.importanceWeight[catalog.importanceLevel(seq)] ?? 1;
+      if (stale) score *= tuning.stalePenalty;
       fused.set(seq, { score, parts: { semantic: sem, lexical: lex, recency, stalePenalty: stale, weights } });
     }
-    this.#smoothNeighbours(fused, req.runIds, ownerScope);
+    this.#smoothNeighbours(fused, req.runIds, ownerScope, accept);
 
     const ranked = [...fused].sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
     const querySet = new Set(queryTerms.map((t) => t.term));
@@ -200,6 +235,24 @@ export class SearchEngine {
     };
   }
 
+  /** Authors the query names (a word or two-word name matching a known author), and their index terms. */
+  #namedAuthors(text: string): { ids: Set<number>; terms: Set<string> } {
+    const ids = new Set<number>();
+    const nameTerms = new Set<string>();
+    const tokens = text.match(/[\p{L}\p{N}'.-]+/gu) ?? [];
+    for (let i = 0; i < tokens.length; i++) {
+      for (const span of [1, 2]) {
+        if (i + span > tokens.length) continue;
+        const name = tokens.slice(i, i + span).join(" ").replace(/'s$/i, "").toLowerCase();
+        const id = this.#catalog.authorId(name);
+        if (id === undefined) continue;
+        ids.add(id);
+        for (const term of terms(name)) nameTerms.add(term);
+      }
+    }
+    return { ids, terms: nameTerms };
+  }
+
   /** The scope's seqs: its runs' entries plus the owner's global lessons. */
   #scopeSeqs(req: SearchRequest, ownerScope: number | undefined): number[] {
     const seqs: number[] = [];
@@ -208,29 +261,42 @@ export class SearchEngine {
     return seqs;
   }
 
-  /** Terms that best characterise the top results and are not in the query yet. */
-  #feedbackTerms(seqs: readonly number[], queryTerms: readonly WeightedTerm[]): WeightedTerm[] {
+  /**
+   * RM3 expansion: terms weighted by their share of each top result, weighted by the result's score; the
+   * expansion carries `feedbackWeight` of the query's total weight and the original terms the rest.
+   */
+  #feedbackTerms(top: readonly SparseHit[], queryTerms: readonly WeightedTerm[]): WeightedTerm[] {
     const known = new Set(queryTerms.map((t) => t.term));
-    const scores = new Map<string, number>();
-    for (const seq of seqs) {
+    const total = top.reduce((sum, h) => sum + h.score, 0) || 1;
+    const model = new Map<string, number>();
+    for (const { seq, score } of top) {
       const entry = this.#entries.get(seq);
       if (entry === undefined) continue;
       const entryTerms = terms(entry.content);
-      for (const term of new Set(entryTerms)) {
+      for (const term of entryTerms) {
         if (known.has(term)) continue;
-        // Rarer terms characterise the result better than common ones.
-        const df = this.#sparse.documentFrequency(term);
-        scores.set(term, (scores.get(term) ?? 0) + 1 / Math.log(2 + df));
+        model.set(term, (model.get(term) ?? 0) + score / total / entryTerms.length);
       }
     }
-    return [...scores]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, FEEDBACK_TERMS)
-      .map(([term, score]) => ({ term, weight: FEEDBACK_WEIGHT * Math.min(1, score) }));
+    const chosen = [...model].sort((a, b) => b[1] - a[1]).slice(0, this.#tuning.feedbackTerms);
+    const mass = chosen.reduce((sum, [, w]) => sum + w, 0) || 1;
+    const queryMass = queryTerms.reduce((sum, t) => sum + t.weight, 0) || 1;
+    const lambda = this.#tuning.feedbackWeight;
+    // Scaled so the original terms keep their weights and the expansion is lambda of the whole.
+    const scale = (queryMass * lambda) / (1 - lambda) / mass;
+    return chosen.map(([term, w]) => ({ term, weight: w * scale }));
   }
 
-  /** Adds a share of each neighbour's score: in a run, what was said just before or after often answers too. */
-  #smoothNeighbours(fused: Map<number, { score: number; parts: ScoreParts }>, runIds: readonly string[], owner: number | undefined): void {
+  /**
+   * Adds a share of each candidate's score to its neighbours (the previous and next entry of its run), admitting
+   * them as candidates: in a run, what was said just before or after an answer often belongs to it.
+   */
+  #smoothNeighbours(
+    fused: Map<number, { score: number; parts: ScoreParts }>,
+    runIds: readonly string[],
+    owner: number | undefined,
+    accept: (seq: number) => boolean,
+  ): void {
     const boosts = new Map<number, number>();
     for (const runId of runIds) {
       const seqs = this.#catalog.runSeqs(owner, runId);
@@ -239,15 +305,15 @@ export class SearchEngine {
         const at = binarySearch(seqs, seq);
         if (at < 0) continue;
         for (const neighbour of [seqs[at - 1], seqs[at + 1]]) {
-          if (neighbour === undefined) continue;
-          const current = fused.get(neighbour);
-          if (current !== undefined) boosts.set(neighbour, (boosts.get(neighbour) ?? 0) + NEIGHBOUR_SHARE * score);
+          if (neighbour === undefined || !accept(neighbour)) continue;
+          boosts.set(neighbour, (boosts.get(neighbour) ?? 0) + this.#tuning.neighbourShare * score);
         }
       }
     }
+    const none: ScoreParts = { semantic: 0, lexical: 0, recency: 0, stalePenalty: false, weights: {} };
     for (const [seq, boost] of boosts) {
-      const current = fused.get(seq);
-      if (current !== undefined) fused.set(seq, { ...current, score: current.score + boost });
+      const current = fused.get(seq) ?? { score: 0, parts: none };
+      fused.set(seq, { ...current, score: current.score + boost });
     }
   }
 

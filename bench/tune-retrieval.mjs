@@ -1,0 +1,67 @@
+// In-process retrieval tuning on LoCoMo: the engine's own indexes and search, with ranking knobs varied.
+// Not part of `make bench`; used to choose DEFAULT_TUNING. Usage: npx tsc -p tsconfig.build.json && node bench/tune-retrieval.mjs
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { loadLocomo, recallAt } from "./lib/locomo.mjs";
+import { ROOT } from "./lib/server.mjs";
+
+const dist = (p) => import(path.join(ROOT, "dist/src", p));
+const { openStorage } = await dist("storage/database.js");
+const { EntryStore } = await dist("storage/entry-store.js");
+const { WordVectorEmbedder } = await dist("retrieval/embedders/word-vector-embedder.js");
+const { MemoryIndex } = await dist("memory/memory-index.js");
+const { SearchEngine, DEFAULT_TUNING } = await dist("retrieval/search-engine.js");
+const { createLogger } = await dist("platform/logger.js");
+
+const { conversations } = loadLocomo(path.resolve(ROOT, process.env.BENCH_LOCOMO ?? "../shared/data/locomo_dev.json"));
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-tune-"));
+const storage = openStorage(dir);
+const entries = new EntryStore(storage);
+const embedder = await WordVectorEmbedder.load();
+const index = new MemoryIndex(storage, entries, embedder, createLogger("silent"));
+const diaOfSeq = new Map();
+for (const conv of conversations) {
+  const items = conv.entries.map((e) => ({
+    entry: {
+      owner: 1, runId: conv.id, agentId: "", userId: "", entryType: "fact", content: e.content, lessonScope: "", lessonType: "",
+      importance: "medium", metadataJson: "{}", lane: "", occurrenceTime: e.occurrenceTime, upsertKey: "", source: "agent",
+      contentType: "text/plain", envTags: [], derived: false, confidence: 1,
+    },
+  }));
+  const prepared = await index.prepare(items);
+  const written = await entries.append(prepared);
+  index.indexWritten(written, prepared);
+  written.forEach(({ record }, i) => diaOfSeq.set(record.seq, conv.entries[i].diaId));
+}
+
+async function evaluate(tuning, budget = "mid") {
+  const engine = new SearchEngine(entries, index.catalog, index.sparse, index.dense, tuning);
+  const sums = { r5: 0, r10: 0, r20: 0 };
+  let n = 0;
+  for (const conv of conversations) {
+    for (const q of conv.questions) {
+      const [vector] = await embedder.embed([q.text]);
+      const { hits } = engine.search({
+        owner: 1, admin: false, runIds: [conv.id], includeGlobalLessons: false, text: q.text, queryVector: vector,
+        filter: { entryTypes: undefined, userId: undefined, laneFilter: "", minTimestamp: undefined, maxTimestamp: undefined },
+        includeWorkingMemory: true, limit: 20, budget, rankBy: "relevance",
+      });
+      const ranked = hits.map((h) => diaOfSeq.get(h.entry.seq));
+      sums.r5 += recallAt(ranked, q.evidence, 5);
+      sums.r10 += recallAt(ranked, q.evidence, 10);
+      sums.r20 += recallAt(ranked, q.evidence, 20);
+      n++;
+    }
+  }
+  return { r5: (100 * sums.r5) / n, r10: (100 * sums.r10) / n, r20: (100 * sums.r20) / n };
+}
+
+const variants = JSON.parse(process.env.TUNE_VARIANTS ?? "[{}]");
+for (const variant of variants) {
+  const result = await evaluate({ ...DEFAULT_TUNING, ...variant }, variant.budget ?? "mid");
+  console.log(JSON.stringify(variant), `R@5 ${result.r5.toFixed(1)}  R@10 ${result.r10.toFixed(1)}  R@20 ${result.r20.toFixed(1)}`);
+}
+index.close();
+await storage.close();
+fs.rmSync(dir, { recursive: true, force: true });
