@@ -1038,9 +1038,10 @@ export type GetContextRequest = Message<"engram.v2.GetContextRequest"> & {
   includeWorkingMemory?: boolean | undefined;
 
   /**
-   * `structured` (default: a `## <section>` header per section, one bullet
-   * per item) or `compact` (one line per item prefixed with its type, no
-   * headers).
+   * `structured` (default: a `## <Section title>` header per section, such
+   * as `## Active rules`, then one `- ` bullet per item) or `compact` (one
+   * `[<entry type>] <content>` line per item, no headers). Either way an
+   * item is one line: line breaks in its content become spaces.
    *
    * @generated from field: string format = 6;
    */
@@ -1055,10 +1056,11 @@ export type GetContextRequest = Message<"engram.v2.GetContextRequest"> & {
   limit: number;
 
   /**
-   * Maximum tokens of `context_block`. When > 0, sections are filled in
-   * priority order (`active_rules`, `lessons`, `facts`, `working_memory`,
-   * `checkpoints`, `archive_blocks`, `traces`), each best-first, and items
-   * that would exceed the budget are dropped. 0 (default): no limit.
+   * Maximum tokens of `context_block`, counted as for its `token_estimate`.
+   * When > 0, sections are filled in priority order (`active_rules`,
+   * `lessons`, `facts`, `working_memory`, `checkpoints`, `archive_blocks`,
+   * `traces`), each best-first, and items that would exceed the budget are
+   * dropped. 0 (default): no limit.
    *
    * @generated from field: uint32 max_token_budget = 8;
    */
@@ -1144,7 +1146,9 @@ export type GetContextResponse = Message<"engram.v2.GetContextResponse"> & {
   contextBlock: string;
 
   /**
-   * Estimated tokens of `context_block` (⌈characters / 4⌉).
+   * Tokens of `context_block`, counted with the gpt-tokenizer library's
+   * `o200k_base` encoding (the tokenizer of GPT-4o and later OpenAI models);
+   * other models' tokenizers may count differently.
    *
    * @generated from field: uint32 token_estimate = 2;
    */
@@ -1217,9 +1221,12 @@ export type GetContextResponse = Message<"engram.v2.GetContextResponse"> & {
   exactReferencesSurfaced: number;
 
   /**
-   * Why `context_block` is empty or reduced: `no_evidence`,
-   * `recency_fallback` (no relevant match; newest items used),
-   * `budget_exhausted` (the first item alone exceeded the budget), or empty.
+   * Why `context_block` is empty or reduced: `no_evidence` (nothing in the
+   * requested sections), `recency_fallback` (no relevant match; newest items
+   * used), `budget_exhausted` (at least one item did not fit the token
+   * budget and was left out; later, smaller items may still have been
+   * included), or empty. In `summary` mode it describes the block the
+   * summaries stand for.
    *
    * @generated from field: string empty_reason = 12;
    */
@@ -1951,7 +1958,7 @@ export type CheckpointResponse = Message<"engram.v2.CheckpointResponse"> & {
   checkpointId: string;
 
   /**
-   * Estimated tokens of `context_snapshot` (⌈characters / 4⌉).
+   * Tokens of `context_snapshot`, counted with the o200k_base tokenizer.
    *
    * @generated from field: uint32 token_estimate = 3;
    */
@@ -2687,7 +2694,8 @@ export type ContextSectionSummary = Message<"engram.v2.ContextSectionSummary"> &
   topItemPreview: string;
 
   /**
-   * Estimated tokens of the section's text.
+   * Tokens of the section's text (its header and item lines), counted as
+   * for GetContextResponse.token_estimate.
    *
    * @generated from field: uint32 estimated_tokens = 4;
    */
@@ -3140,7 +3148,7 @@ export const MemoryService: GenService<{
    * Assembles a context block ready to paste into an LLM prompt: the best
    * entries for `query`, grouped in sections, filled in priority order until
    * the token budget is spent, with pressure telemetry that tells what the
-   * budget cost. Tokens are estimated as ⌈characters / 4⌉. Errors:
+   * budget cost. Tokens are counted with the o200k_base tokenizer. Errors:
    * INVALID_ARGUMENT (empty `run_id`; unknown `mode`, `format`, `budget`,
    * `entry_types` or `sections` value; `mode` = `sections` with empty
    * `sections`; `min_timestamp` greater than `max_timestamp`).
