@@ -254,11 +254,12 @@ export class SearchEngine {
   }
 
   /** The scope's seqs: its runs' entries plus the owner's global lessons. */
-  #scopeSeqs(req: SearchRequest, ownerScope: number | undefined): number[] {
-    const seqs: number[] = [];
-    for (const runId of req.runIds) seqs.push(...this.#catalog.runSeqs(ownerScope, runId));
-    if (req.includeGlobalLessons) seqs.push(...this.#catalog.globalLessonSeqs(req.owner));
-    return seqs;
+  #scopeSeqs(req: SearchRequest, ownerScope: number | undefined): readonly number[] {
+    const lists = req.runIds.map((runId) => this.#catalog.runSeqs(ownerScope, runId));
+    if (req.includeGlobalLessons) lists.push(this.#catalog.globalLessonSeqs(req.owner));
+    const nonEmpty = lists.filter((list) => list.length > 0);
+    // Large runs are not copied: a single list is used as it is.
+    return nonEmpty.length === 1 ? (nonEmpty[0] as readonly number[]) : ([] as number[]).concat(...nonEmpty);
   }
 
   /**

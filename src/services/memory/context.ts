@@ -129,9 +129,12 @@ function newest(
     minTimestamp: q.time.min,
     maxTimestamp: q.time.max,
   });
-  const seqs = [...q.runIds.flatMap((r) => catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, r))].sort((a, b) => b - a);
+  const lists = q.runIds.map((r) => catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, r));
+  // Lists are ascending; one run (the usual case) is read backwards without copying.
+  const seqs = lists.length === 1 ? (lists[0] as readonly number[]) : lists.flat().sort((a, b) => a - b);
   const out: Candidate[] = [];
-  for (const seq of seqs) {
+  for (let i = seqs.length - 1; i >= 0; i--) {
+    const seq = seqs[i] as number;
     if (out.length >= limit) break;
     if (!passes(seq) || (!q.includeWorkingMemory && catalog.entryType(seq) === "working_memory")) continue;
     const entry = deps.entries.get(seq);
