@@ -142,7 +142,8 @@ const CASES: readonly Case[] = [
     async (c, f) => {
       const noSession = await c.call(REMEMBER, { content: "x" }, f.alice);
       expect(noSession.code).toBe("invalid_argument");
-      expect(noSession.message).toContain("session_id");
+      // The same readable message over every transport (gRPC clients decode grpc-message per spec).
+      expect(noSession.message).toBe("session_id: is required");
       const badIntent = await c.call(REMEMBER, { session_id: "s", content: "x", intent: "rumour" }, f.alice);
       expect(badIntent.code).toBe("invalid_argument");
       expect(badIntent.message).toContain("intent");

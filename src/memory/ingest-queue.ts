@@ -67,6 +67,11 @@ export class IngestQueue {
   readonly #logger: Logger;
   #running: Promise<void> | undefined;
   #stopped = false;
+  /**
+   * The job whose transaction is committing: its entries are durable before they are searchable, so until the
+   * index has them the job is reported as still running (callers read `completed` as "searchable").
+   */
+  #indexing: string | undefined;
   /** Resolves waiters (tests, BatchInsert-style callers) when a job finishes. */
   readonly #finished = new Map<string, (() => void)[]>();
 
@@ -79,7 +84,15 @@ export class IngestQueue {
     this.#logger = logger;
   }
 
+  /** The job as callers may see it: `completed` only once its entries are searchable. */
   get(jobId: string): IngestJobRecord | undefined {
+    const job = this.#read(jobId);
+    if (job === undefined || jobId !== this.#indexing || job.status !== "completed") return job;
+    return { ...job, status: "running", finishedAt: 0, entryCount: 0, traces: [] };
+  }
+
+  /** The stored record, for read-modify-write inside a transaction. */
+  #read(jobId: string): IngestJobRecord | undefined {
     return this.#storage.dbs.jobs.get(jobId) as IngestJobRecord | undefined;
   }
 
@@ -101,11 +114,11 @@ export class IngestQueue {
     ordered: boolean,
     items: readonly JobItem[],
   ): Promise<Acceptance> {
-    const { root, dbs } = this.#storage;
-    const result = await root.transaction((): Acceptance => {
+    const result = await this.#storage.transaction((): Acceptance => {
+      const { dbs } = this.#storage;
       if (idempotencyKey !== "") {
         const earlierId = dbs.jobIdempotency.get([owner, runId, idempotencyKey]);
-        const earlier = earlierId === undefined ? undefined : this.get(earlierId);
+        const earlier = earlierId === undefined ? undefined : this.#read(earlierId);
         if (earlier !== undefined) {
           const updated = { ...earlier, deduplicatedCount: earlier.deduplicatedCount + 1 };
           dbs.jobs.put(earlier.jobId, updated);
@@ -175,34 +188,39 @@ export class IngestQueue {
   }
 
   async #drain(): Promise<void> {
-    const { dbs } = this.#storage;
     while (!this.#stopped) {
       let next: { key: number; jobId: string } | undefined;
-      for (const { key, value } of dbs.jobQueue.getRange({ limit: 1 })) next = { key, jobId: value };
+      for (const { key, value } of this.#storage.dbs.jobQueue.getRange({ limit: 1 })) next = { key, jobId: value };
       if (next === undefined) return;
       await this.#process(next.jobId, next.key);
     }
   }
 
   async #process(jobId: string, queueKey: number): Promise<void> {
-    const { root, dbs } = this.#storage;
-    const job = this.get(jobId);
+    const { dbs } = this.#storage;
+    const job = this.#read(jobId);
     const items = dbs.jobItems.get(jobId) as JobItem[] | undefined;
     if (job === undefined || items === undefined || job.status === "completed" || job.status === "failed") {
-      await dbs.jobQueue.remove(queueKey);
+      await this.#storage.transaction(() => this.#storage.dbs.jobQueue.remove(queueKey));
       return;
     }
-    const running: IngestJobRecord = { ...job, status: "running", startedAt: job.startedAt || Date.now() };
-    await dbs.jobs.put(jobId, running);
+    // Each write of the job record re-reads it in its transaction: accept() may have counted a deduplicated repeat
+    // meanwhile, and writing back an older copy would lose that count.
+    const startedAt = job.startedAt || Date.now();
+    const current = (): IngestJobRecord => this.#read(jobId) ?? job;
+    await this.#storage.transaction(() => this.#storage.dbs.jobs.put(jobId, { ...current(), status: "running", startedAt }));
     let finished: IngestJobRecord;
     try {
       const prepared = await this.#writer.prepare(
         items.map((item) => ({ entry: item.entry, vector: item.vector === undefined ? undefined : Float32Array.from(item.vector) })),
       );
-      const written = await root.transaction(() => {
+      this.#indexing = jobId;
+      const written = await this.#storage.transaction(() => {
+        const { dbs } = this.#storage;
         const result = this.#entries.writeInTransaction(prepared);
         finished = {
-          ...running,
+          ...current(),
+          startedAt,
           status: "completed",
           finishedAt: Date.now(),
           entryCount: result.length,
@@ -224,16 +242,20 @@ export class IngestQueue {
         return result;
       });
       this.#writer.committed(written, prepared, "ingest");
+      this.#indexing = undefined;
       this.#metrics.ingestJobs.inc({ status: "completed" });
       this.#publish(finished!, "ingest.job.completed", {});
     } catch (e: unknown) {
       // Only a failure outside our validation (an embedding provider, the disk) gets here; nothing was stored.
+      this.#indexing = undefined;
       const error = e instanceof Error ? e.message : String(e);
-      finished = { ...running, status: "failed", finishedAt: Date.now(), error };
-      await root.transaction(() => {
-        dbs.jobs.put(jobId, finished);
+      finished = await this.#storage.transaction(() => {
+        const { dbs } = this.#storage;
+        const failed: IngestJobRecord = { ...current(), status: "failed", startedAt, finishedAt: Date.now(), error };
+        dbs.jobs.put(jobId, failed);
         dbs.jobItems.remove(jobId);
         dbs.jobQueue.remove(queueKey);
+        return failed;
       });
       this.#logger.warn({ job_id: jobId, error }, "ingest job failed");
       this.#metrics.ingestJobs.inc({ status: "failed" });

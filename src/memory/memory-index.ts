@@ -117,7 +117,7 @@ export class MemoryIndex {
       const flush = async (): Promise<void> => {
         const vectors = await this.embedder.embed(batch.map((b) => b.content));
         const rows = batch;
-        await this.#storage.root.transaction(() => rows.forEach((row, i) => this.#entries.putVectorInTransaction(row.seq, vectors[i] as Float32Array)));
+        await this.#storage.transaction(() => rows.forEach((row, i) => this.#entries.putVectorInTransaction(row.seq, vectors[i] as Float32Array)));
         batch = [];
       };
       for (const record of this.#entries.all()) {
@@ -126,7 +126,7 @@ export class MemoryIndex {
       }
       if (batch.length > 0) await flush();
     }
-    await meta.put(EMBEDDER_META_KEY, this.embedder.id);
+    await this.#storage.transaction(() => this.#storage.dbs.meta.put(EMBEDDER_META_KEY, this.embedder.id));
   }
 
   close(): void {

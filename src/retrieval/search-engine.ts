@@ -330,8 +330,9 @@ export class SearchEngine {
   }
 
   /**
-   * Makes sure the scope's best active rules and lessons are present: each missing one replaces the lowest-ranked
-   * plain hit, up to MAX_OVERLAYS in all.
+   * Overlays the scope's standing knowledge on the answer: the run's active rules always (each missing one replaces
+   * the lowest-ranked plain hit), and lessons when they bear on the query (they share a term with it or score at
+   * least half the top score), up to MAX_OVERLAYS in all. Unrelated lessons never displace relevant evidence.
    */
   #overlay(
     hits: Hit[],
@@ -344,14 +345,18 @@ export class SearchEngine {
   ): void {
     const budget = Math.min(MAX_OVERLAYS, Math.floor(limit / 3));
     if (budget === 0) return;
+    const topScore = hits.find((h) => h.mode !== "exact_reference")?.score ?? 0;
     const overlays: { seq: number; score: number; type: "rule" | "lesson" }[] = [];
     for (const seq of scopeSeqs) {
       if (taken.has(seq) || this.#catalog.isStale(seq) || !accept(seq)) continue;
       const type = this.#catalog.entryType(seq);
       if (type !== "rule" && type !== "lesson") continue;
-      overlays.push({ seq, score: fused.get(seq)?.score ?? 0, type });
+      const candidate = fused.get(seq);
+      const relevant = candidate !== undefined && (candidate.parts.lexical > 0 || candidate.score >= 0.5 * topScore);
+      if (type === "lesson" && !relevant) continue;
+      overlays.push({ seq, score: candidate?.score ?? 0, type });
     }
-    // Rules first (they are standing instructions), then lessons; each best-scored, then newest.
+    // Rules first (standing instructions), then lessons; each best-scored, then newest.
     overlays.sort((a, b) => (a.type === b.type ? b.score - a.score || b.seq - a.seq : a.type === "rule" ? -1 : 1));
     let added = 0;
     for (const overlay of overlays) {

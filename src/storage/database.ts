@@ -41,20 +41,80 @@ export interface Databases {
   readonly jobsByRun: LmdbDatabase<string, Key>;
 }
 
-export interface Storage {
-  readonly root: RootDatabase;
-  readonly dbs: Databases;
+/**
+ * The LMDB environment and its databases. Every write goes through `transaction`, so that maintenance (a compacting
+ * copy swapped in) can hold writes back with `exclusive` and none is lost. Handles are read through `root` and `dbs`
+ * at call time because `exclusive` may reopen the environment.
+ */
+export class Storage {
   readonly dir: string;
-  close(): Promise<void>;
+  #root: RootDatabase;
+  #dbs: Databases;
+  #inFlight = 0;
+  #idle: (() => void)[] = [];
+  #gate: Promise<void> | undefined;
+
+  constructor(dir: string) {
+    this.dir = dir;
+    this.#root = openRoot(dir);
+    this.#dbs = openDatabases(this.#root);
+  }
+
+  get root(): RootDatabase {
+    return this.#root;
+  }
+
+  get dbs(): Databases {
+    return this.#dbs;
+  }
+
+  /** Runs `fn` in one write transaction; resolves with its result once the transaction is durable. */
+  async transaction<T>(fn: () => T): Promise<T> {
+    while (this.#gate !== undefined) await this.#gate;
+    this.#inFlight++;
+    try {
+      return await this.#root.transaction(fn);
+    } finally {
+      this.#inFlight--;
+      if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  /**
+   * Holds new writes back, waits for those in flight, then runs `work` with the environment to itself. `work` may
+   * replace the environment's files and asks for a reopen by returning true. Writes resume afterwards, in order.
+   */
+  async exclusive(work: (root: RootDatabase) => Promise<boolean>): Promise<void> {
+    while (this.#gate !== undefined) await this.#gate;
+    let release!: () => void;
+    this.#gate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      if (this.#inFlight > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
+      await this.#root.flushed;
+      const reopen = await work(this.#root);
+      if (reopen) {
+        await this.#root.close();
+        this.#root = openRoot(this.dir);
+        this.#dbs = openDatabases(this.#root);
+      }
+    } finally {
+      this.#gate = undefined;
+      release();
+    }
+  }
+
+  async close(): Promise<void> {
+    while (this.#gate !== undefined) await this.#gate;
+    await this.#root.close();
+  }
 }
 
-export class SchemaVersionError extends Error {}
+function openRoot(dir: string): RootDatabase {
+  return open({ path: dir, maxDbs: 64, compression: false });
+}
 
-export function openStorage(dataDir: string): Storage {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const dir = path.join(dataDir, "lmdb");
-  const root = open({ path: dir, maxDbs: 64, compression: false });
-  const dbs: Databases = {
+function openDatabases(root: RootDatabase): Databases {
+  return {
     meta: root.openDB({ name: "meta" }),
     users: root.openDB({ name: "users" }),
     keys: root.openDB({ name: "keys" }),
@@ -72,18 +132,21 @@ export function openStorage(dataDir: string): Storage {
     jobIdempotency: root.openDB({ name: "ingest_job_idempotency" }),
     jobsByRun: root.openDB({ name: "ingest_jobs_by_run" }),
   };
-  const version = dbs.meta.get("schema_version");
+}
+
+export class SchemaVersionError extends Error {}
+
+export function openStorage(dataDir: string): Storage {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const storage = new Storage(path.join(dataDir, "lmdb"));
+  const { meta } = storage.dbs;
+  const version = meta.get("schema_version");
   if (version === undefined) {
-    dbs.meta.putSync("schema_version", SCHEMA_VERSION);
+    meta.putSync("schema_version", SCHEMA_VERSION);
   } else if (version !== SCHEMA_VERSION) {
-    throw new SchemaVersionError(`data in ${dir} has schema version ${String(version)}; this build reads ${SCHEMA_VERSION}`);
+    throw new SchemaVersionError(`data in ${storage.dir} has schema version ${String(version)}; this build reads ${SCHEMA_VERSION}`);
   }
-  return {
-    root,
-    dbs,
-    dir,
-    close: () => root.close(),
-  };
+  return storage;
 }
 
 /** Next value of a named counter; call inside a write transaction so the increment commits with its use. */

@@ -137,7 +137,7 @@ export class EntryStore {
 
   /** Writes entries in their own transaction; resolves once durable. */
   async append(prepared: readonly PreparedEntry[]): Promise<WrittenEntry[]> {
-    return this.#storage.root.transaction(() => this.writeInTransaction(prepared));
+    return this.#storage.transaction(() => this.writeInTransaction(prepared));
   }
 
   get(seq: number): EntryRecord | undefined {

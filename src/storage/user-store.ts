@@ -55,8 +55,8 @@ export class UserStore {
 
   /** Creates a user with its first key; resolves undefined when the username is taken. */
   async create(username: string, role: Role, key: NewKey): Promise<UserRecord | undefined> {
-    const { dbs, root } = this.#storage;
-    return root.transaction(() => {
+    return this.#storage.transaction(() => {
+      const { dbs } = this.#storage;
       if (dbs.users.get(username) !== undefined) return undefined;
       const now = new Date().toISOString();
       const user: UserRecord = {
@@ -75,8 +75,8 @@ export class UserStore {
 
   /** Replaces the active key (revoking the old one); undefined when the user does not exist. */
   async rotate(username: string, key: NewKey): Promise<UserRecord | undefined> {
-    const { dbs, root } = this.#storage;
-    return root.transaction(() => {
+    return this.#storage.transaction(() => {
+      const { dbs } = this.#storage;
       const user = dbs.users.get(username) as UserRecord | undefined;
       if (user === undefined) return undefined;
       const now = new Date().toISOString();
@@ -90,8 +90,8 @@ export class UserStore {
 
   /** Revokes the active key. Resolves the user before the change and whether a key was active, or undefined. */
   async revoke(username: string): Promise<{ user: UserRecord; revoked: boolean } | undefined> {
-    const { dbs, root } = this.#storage;
-    return root.transaction(() => {
+    return this.#storage.transaction(() => {
+      const { dbs } = this.#storage;
       const user = dbs.users.get(username) as UserRecord | undefined;
       if (user === undefined) return undefined;
       if (user.activeKeyId === undefined) return { user, revoked: false };

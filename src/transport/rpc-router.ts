@@ -2,6 +2,7 @@
 // HTTP/JSON gateway behind it for every path that is not an RPC path.
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../platform/logger.js";
 import type { HttpGateway } from "./gateway/gateway.js";
 import type { RequestListener } from "./one-port-server.js";
@@ -16,6 +17,43 @@ export function createRouter(interceptors: Interceptor[], maxRequestBytes: numbe
   });
 }
 
+/**
+ * The gRPC spec percent-encodes only bytes outside printable ASCII (and `%`) in `grpc-message`; connect-node encodes
+ * like encodeURIComponent, and clients that decode per spec (grpc-js uses decodeURI) then show `%3A` for `:`.
+ * Re-encoding the message per spec makes error messages read the same in every client.
+ */
+function specEncode(message: string): string {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(message);
+  } catch {
+    return message;
+  }
+  return Array.from(Buffer.from(decoded, "utf8"))
+    .map((byte) => (byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`))
+    .join("");
+}
+
+function fixGrpcMessage(headers: Headers | undefined): void {
+  const message = headers?.get("grpc-message");
+  if (message !== null && message !== undefined) headers?.set("grpc-message", specEncode(message));
+}
+
+function withSpecGrpcMessage(uRes: UniversalServerResponse): UniversalServerResponse {
+  fixGrpcMessage(uRes.header);
+  const body = uRes.body;
+  if (body === undefined || uRes.trailer === undefined) return uRes;
+  const trailer = uRes.trailer;
+  return {
+    ...uRes,
+    body: (async function* () {
+      yield* body;
+      // Trailers are complete once the body is.
+      fixGrpcMessage(trailer);
+    })(),
+  };
+}
+
 export function requestListener(router: ConnectRouter, gateway: HttpGateway, logger: Logger): RequestListener {
   const rpcPaths = new Map(router.handlers.map((h) => [h.requestPath, h]));
   return (req, res) => {
@@ -27,7 +65,7 @@ export function requestListener(router: ConnectRouter, gateway: HttpGateway, log
     }
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .then((uRes) => universalResponseToNodeResponse(withSpecGrpcMessage(uRes), res))
       .catch((e: unknown) => logger.warn({ err: e, rpc: path }, "rpc response aborted"));
   };
 }
