@@ -2,12 +2,25 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
+import path from "node:path";
 
 const ENTRY = "dist/src/serve.js";
 
-/** Builds the server once if `make build` has not. */
+/** Latest modification time of the TypeScript sources under `dirs`. */
+function newestSource(dirs: readonly string[]): number {
+  let newest = 0;
+  for (const dir of dirs) {
+    if (!fs.existsSync(dir)) continue;
+    for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      if (entry.isFile() && entry.name.endsWith(".ts")) newest = Math.max(newest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+    }
+  }
+  return newest;
+}
+
+/** Builds the server when `make build` has not, or when a source changed since: a stale build tests old code. */
 export function ensureBuilt(): void {
-  if (fs.existsSync(ENTRY)) return;
+  if (fs.existsSync(ENTRY) && fs.statSync(ENTRY).mtimeMs >= newestSource(["src", "gen"])) return;
   const build = spawnSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
   if (build.status !== 0) throw new Error("build failed");
 }

@@ -83,6 +83,9 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
     }
     metadata["lesson_conditions"] = conditions;
   }
+  // Lesson fields are validated on every item, as the contract lists them, and stored only on lessons.
+  const lessonScope = oneOf(`${field}.lesson_scope`, item.lessonScope, LESSON_SCOPES, "run");
+  const lessonType = oneOf(`${field}.lesson_type`, item.lessonType, LESSON_TYPES, "observation");
   const lessonImportance = oneOf(`${field}.lesson_importance`, item.lessonImportance, IMPORTANCE_LEVELS, "medium");
   const importance = oneOf(`${field}.importance`, item.importance, IMPORTANCE_LEVELS, isLesson ? lessonImportance : type === "rule" ? "high" : "medium");
   const occurrence = Number(item.occurrenceTime);
@@ -95,8 +98,8 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
     userId: bounded(`${field}.user_id`, item.userId),
     entryType: type,
     content: text,
-    lessonScope: isLesson ? oneOf(`${field}.lesson_scope`, item.lessonScope, LESSON_SCOPES, "run") : "",
-    lessonType: isLesson ? oneOf(`${field}.lesson_type`, item.lessonType, LESSON_TYPES, "observation") : "",
+    lessonScope: isLesson ? lessonScope : "",
+    lessonType: isLesson ? lessonType : "",
     importance,
     metadataJson: JSON.stringify(metadata),
     lane: bounded(`${field}.lane`, item.lane),
