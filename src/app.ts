@@ -20,6 +20,7 @@ import { HashedEmbedder } from "./retrieval/embedders/hashed-embedder.js";
 import { authInterceptor } from "./transport/interceptors/auth.js";
 import { observeInterceptor } from "./transport/interceptors/observe.js";
 import { readinessInterceptor } from "./transport/interceptors/readiness.js";
+import { policyInterceptor } from "./transport/interceptors/policy.js";
 import { createRouter, requestListener } from "./transport/rpc-router.js";
 import { HttpGateway } from "./transport/gateway/gateway.js";
 import { listenOnePort } from "./transport/one-port-server.js";
@@ -69,7 +70,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger);
   const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
-  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator)], config.maxRequestBytes);
+  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), policyInterceptor(config)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const memoryDeps = {

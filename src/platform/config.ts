@@ -20,6 +20,12 @@ export interface Config {
   readonly llm: ProviderConfig | undefined;
   /** Opens POST /v2/core/search and the direct-bypass query mode. */
   readonly coreEnableDirectSearch: boolean;
+  /** Opens the three /v2/core/pubsub routes. */
+  readonly coreEnableDirectPubsub: boolean;
+  /** Opens every other external /v2/core route. */
+  readonly coreAllowAll: boolean;
+  /** Routes opened one by one: `METHOD /path` or `/path`, `:param` segments, a trailing `*` for a prefix. */
+  readonly coreAllowedRoutes: readonly string[];
 }
 
 export interface ProviderConfig {
@@ -103,5 +109,13 @@ export function loadConfig(env: Env = process.env): Config {
     embeddings: provider(env, "SERVICE_EMBEDDINGS", "text-embedding-3-small"),
     llm: provider(env, "SERVICE_LLM", "gpt-4o-mini"),
     coreEnableDirectSearch: bool(env, "SERVICE_CORE_ENABLE_DIRECT_SEARCH"),
+    coreEnableDirectPubsub: bool(env, "SERVICE_CORE_ENABLE_DIRECT_PUBSUB"),
+    coreAllowAll: bool(env, "SERVICE_CORE_ALLOW_ALL"),
+    coreAllowedRoutes: Object.freeze(
+      (env["SERVICE_CORE_ALLOWED_ROUTES"] ?? "")
+        .split(",")
+        .map((r) => r.trim())
+        .filter((r) => r !== ""),
+    ),
   });
 }

@@ -39,6 +39,20 @@ export interface Databases {
   readonly jobIdempotency: LmdbDatabase<string, Key>;
   /** [owner, run_id, job_seq] → job_id */
   readonly jobsByRun: LmdbDatabase<string, Key>;
+  /** node_id → core node record (without its vector) */
+  readonly nodes: LmdbDatabase<unknown, number>;
+  /** node_id → Float32 vector bytes of the node */
+  readonly nodeVectors: LmdbDatabase<Buffer, number>;
+  /** [owner, run_id, node_id] → null: an owner's nodes by run */
+  readonly nodesByOwnerRun: LmdbDatabase<null, Key>;
+  /** [owner, session_id, entry_seq] → scratchpad entry */
+  readonly scratchpad: LmdbDatabase<unknown, Key>;
+  /** session_id → open transactional core session with its staged writes */
+  readonly coreSessions: LmdbDatabase<unknown, string>;
+  /** [owner, name] → snapshot of a core session's staged writes */
+  readonly coreSnapshots: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, principal_type, principal_id, lane] → "read" | "write": access grants on an owner's runs */
+  readonly grants: LmdbDatabase<string, Key>;
 }
 
 /**
@@ -131,6 +145,13 @@ function openDatabases(root: RootDatabase): Databases {
     jobQueue: root.openDB({ name: "ingest_job_queue" }),
     jobIdempotency: root.openDB({ name: "ingest_job_idempotency" }),
     jobsByRun: root.openDB({ name: "ingest_jobs_by_run" }),
+    nodes: root.openDB({ name: "core_nodes" }),
+    nodeVectors: root.openDB({ name: "core_node_vectors", encoding: "binary" }),
+    nodesByOwnerRun: root.openDB({ name: "core_nodes_by_owner_run" }),
+    scratchpad: root.openDB({ name: "core_scratchpad" }),
+    coreSessions: root.openDB({ name: "core_sessions" }),
+    coreSnapshots: root.openDB({ name: "core_session_snapshots" }),
+    grants: root.openDB({ name: "acl_grants" }),
   };
 }
 
