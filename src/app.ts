@@ -29,7 +29,9 @@ import { authService } from "./services/auth/auth-service.js";
 import { memoryService } from "./services/memory/memory-service.js";
 import { reflectionService } from "./services/reflection/reflection-service.js";
 import { eventsService } from "./services/events/events-service.js";
-import { coreService } from "./services/core/core-service.js";
+import { coreService, type CoreHandlers } from "./services/core/core-service.js";
+import { CoreEventBus } from "./core/core-events.js";
+import { AccessControl } from "./acl/access-control.js";
 import { EventBus } from "./events/event-bus.js";
 import { HealthService } from "../gen/engram/v2/health_service_pb.js";
 import { AuthService } from "../gen/engram/v2/auth_service_pb.js";
@@ -85,7 +87,12 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(MemoryService, memoryService(memoryDeps, events));
   router.service(RunsService, runsService(memoryDeps));
   router.service(EventsService, eventsService(events));
-  router.service(CoreService, coreService());
+  const coreEvents = new CoreEventBus();
+  void coreEvents; // listened to by the pubsub routes and fed by the node and scratchpad routes (being wired)
+  const acl = new AccessControl(storage);
+  // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
+  const coreParts: CoreHandlers[] = [];
+  router.service(CoreService, coreService(coreParts));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
@@ -95,8 +102,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
   const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
-  // Start-up work runs while /readyz answers 503 with its reason; /livez answers throughout.
-  await index.warm(readiness);
+  // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
+  await index.load();
+  readiness.enter("acl_rebuild_in_progress");
+  logger.info({ grants: acl.rebuild() }, "access grants loaded");
+  await index.prewarmSparse(readiness);
   readiness.markReady();
   ingest.start();
 

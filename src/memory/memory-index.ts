@@ -14,6 +14,7 @@ import { terms } from "../retrieval/text.js";
 
 const EMBEDDER_META_KEY = "embedder_id";
 const REEMBED_BATCH = 512;
+const PREWARM_SLICE = 100_000;
 /** The vector graph is saved at most this often while writes arrive, and on shutdown. */
 const SAVE_INTERVAL_MS = 30_000;
 
@@ -78,10 +79,10 @@ export class MemoryIndex {
   }
 
   /**
-   * Start-up: re-embeds stored entries if the embedder changed, loads the catalog and vectors, loads or repairs the
-   * vector graph, then prewarms BM25 from the LMDB postings while /readyz says `sparse_prewarm_in_progress`.
+   * Start-up, first step: re-embeds stored entries if the embedder changed, then loads the catalog, the vectors and
+   * the saved vector graph (entries newer than the graph are indexed in the background; exact search covers them).
    */
-  async warm(readiness: Readiness): Promise<void> {
+  async load(): Promise<void> {
     const started = Date.now();
     await this.#reembedIfChanged();
     for (const record of this.#entries.all()) this.catalog.add(record);
@@ -89,21 +90,27 @@ export class MemoryIndex {
       if (vector.length === this.dense.dimensions) this.dense.add(seq, vector);
     }
     this.dense.loadGraph();
-    const loaded = Date.now();
-    readiness.enter("sparse_prewarm_in_progress");
-    const postings = this.sparse.load(this.#entries.allPostings());
-    this.#logger.info(
-      {
-        entries: this.catalog.count,
-        postings,
-        vector_graph: this.dense.size,
-        catalog_ms: loaded - started,
-        prewarm_ms: Date.now() - loaded,
-      },
-      "memory index warm",
-    );
-    // Entries newer than the saved graph are added in the background; exact search covers them meanwhile.
+    this.#logger.info({ entries: this.catalog.count, vector_graph: this.dense.size, ms: Date.now() - started }, "memory catalog loaded");
     void this.dense.indexPending();
+  }
+
+  /** Start-up, last step: prewarms BM25 from the LMDB postings while /readyz says `sparse_prewarm_in_progress`. */
+  async prewarmSparse(readiness: Readiness): Promise<void> {
+    readiness.enter("sparse_prewarm_in_progress");
+    const started = Date.now();
+    let postings = 0;
+    let batch: { term: string; seq: number; tf: number }[] = [];
+    for (const posting of this.#entries.allPostings()) {
+      batch.push(posting);
+      if (batch.length === PREWARM_SLICE) {
+        postings += this.sparse.load(batch);
+        batch = [];
+        // Yield so probes (and /livez) are answered while a large index loads.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+    postings += this.sparse.load(batch);
+    this.#logger.info({ postings, ms: Date.now() - started }, "sparse index prewarmed");
   }
 
   async #reembedIfChanged(): Promise<void> {
