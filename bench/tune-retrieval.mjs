@@ -43,7 +43,7 @@ async function evaluate(tuning, budget = "mid") {
     for (const q of conv.questions) {
       const [vector] = await embedder.embed([q.text]);
       const { hits } = engine.search({
-        owner: 1, admin: false, runIds: [conv.id], includeGlobalLessons: false, text: q.text, queryVector: vector,
+        owner: 1, scopes: [{ owner: 1, runId: conv.id }], includeGlobalLessons: false, text: q.text, queryVector: vector,
         filter: { entryTypes: undefined, userId: undefined, laneFilter: "", minTimestamp: undefined, maxTimestamp: undefined },
         includeWorkingMemory: true, limit: 20, budget, rankBy: "relevance",
       });

@@ -30,6 +30,7 @@ import { memoryService } from "./services/memory/memory-service.js";
 import { reflectionService } from "./services/reflection/reflection-service.js";
 import { eventsService } from "./services/events/events-service.js";
 import { coreService, type CoreHandlers } from "./services/core/core-service.js";
+import { aclHandlers } from "./services/core/acl.js";
 import { CoreEventBus } from "./core/core-events.js";
 import { AccessControl } from "./acl/access-control.js";
 import { EventBus } from "./events/event-bus.js";
@@ -75,12 +76,14 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), policyInterceptor(config)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
+  const acl = new AccessControl(storage);
   const memoryDeps = {
     entries,
     index,
     writer,
     ingest,
     answerer: new Answerer(llm, logger),
+    acl,
     logger,
     directSearchEnabled: config.coreEnableDirectSearch,
   };
@@ -89,9 +92,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(EventsService, eventsService(events));
   const coreEvents = new CoreEventBus();
   void coreEvents; // listened to by the pubsub routes and fed by the node and scratchpad routes (being wired)
-  const acl = new AccessControl(storage);
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
-  const coreParts: CoreHandlers[] = [];
+  const coreParts: CoreHandlers[] = [aclHandlers(acl, users)];
   router.service(CoreService, coreService(coreParts));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.

@@ -44,6 +44,13 @@ export function authorOf(record: Pick<EntryRecord, "content" | "agentId">): stri
   return (label?.[1] ?? record.agentId).toLowerCase();
 }
 
+/** Entries of one run readable by a query: one owner's (undefined: every owner's), optionally only some lanes. */
+export interface RunScope {
+  readonly owner: number | undefined;
+  readonly runId: string;
+  readonly lanes?: ReadonlySet<string> | undefined;
+}
+
 export interface EntryFilter {
   readonly entryTypes: ReadonlySet<EntryType> | undefined;
   /** Logical user: entries about this user or about no one. Undefined: no filter. */
@@ -205,18 +212,26 @@ export class Catalog {
   }
 
   /**
-   * A predicate for "is this entry in the reader's scope": entries of the given runs (one owner's, or every
-   * owner's for admins), plus `owner`'s global lessons when `withGlobalLessons`.
+   * A predicate for "is this entry in the reader's scope": entries of the given runs (one owner's, or any owner's
+   * when `owner` is undefined; limited to some lanes when `lanes` is set), plus `globalLessonOwner`'s global lessons.
    */
-  scopeMatcher(owner: number | undefined, runIds: readonly string[], globalLessonOwner: number | undefined): (seq: number) => boolean {
-    const runs = new Set(runIds.map((r) => this.#strings.lookup(r) ?? -1));
+  scopeMatcher(scopes: readonly RunScope[], globalLessonOwner: number | undefined): (seq: number) => boolean {
+    const resolved = scopes.map((scope) => ({
+      owner: scope.owner,
+      run: this.#strings.lookup(scope.runId) ?? -1,
+      lanes: scope.lanes === undefined ? undefined : new Set([...scope.lanes].map((lane) => this.#strings.lookup(lane) ?? -1)),
+    }));
     return (seq) => {
       const flags = this.#flags[seq] as number;
       if ((flags & FLAG_PRESENT) === 0) return false;
       const entryOwner = this.#owner[seq] as number;
       if (globalLessonOwner !== undefined && (flags & FLAG_GLOBAL_LESSON) !== 0 && entryOwner === globalLessonOwner) return true;
-      if (owner !== undefined && entryOwner !== owner) return false;
-      return runs.has(this.#run[seq] as number);
+      const run = this.#run[seq] as number;
+      for (const scope of resolved) {
+        if (scope.run !== run || (scope.owner !== undefined && scope.owner !== entryOwner)) continue;
+        if (scope.lanes === undefined || scope.lanes.has(this.#lane[seq] as number)) return true;
+      }
+      return false;
     };
   }
 

@@ -2,7 +2,7 @@
 // fused by normalised scores with pseudo-relevance feedback, importance, recency and a stale penalty, then
 // overlaid with exact references and the scope's active rules and lessons.
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
-import type { Catalog, EntryFilter } from "./catalog.js";
+import type { Catalog, EntryFilter, RunScope } from "./catalog.js";
 import type { SparseHit, SparseIndex, WeightedTerm } from "./sparse-index.js";
 import type { VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
@@ -12,11 +12,10 @@ export type Budget = "low" | "mid" | "high";
 export type RankBy = "relevance" | "freshness" | "balanced";
 
 export interface SearchRequest {
-  /** The reader's user id; `admin` readers see every owner's entries of the runs. */
+  /** The reader's user id, whose global lessons may join the candidates. */
   readonly owner: number;
-  readonly admin: boolean;
-  /** Runs to search: the requested run first, then linked runs. */
-  readonly runIds: readonly string[];
+  /** Runs to search, with whose entries: the reader's own, other owners' it holds grants on, or all (admins). */
+  readonly scopes: readonly RunScope[];
   /** Whether the owner's global lessons from other runs join the candidates. */
   readonly includeGlobalLessons: boolean;
   readonly text: string;
@@ -133,8 +132,7 @@ export class SearchEngine {
 
   search(req: SearchRequest): SearchResult {
     const catalog = this.#catalog;
-    const ownerScope = req.admin ? undefined : req.owner;
-    const inScope = catalog.scopeMatcher(ownerScope, req.runIds, req.includeGlobalLessons ? req.owner : undefined);
+    const inScope = catalog.scopeMatcher(req.scopes, req.includeGlobalLessons ? req.owner : undefined);
     const passes = catalog.matcher(req.filter);
     const accept = (seq: number): boolean =>
       inScope(seq) && passes(seq) && (req.includeWorkingMemory || catalog.entryType(seq) !== "working_memory");
@@ -151,7 +149,7 @@ export class SearchEngine {
       if (expansion.length > 0) sparseHits = this.#sparse.search([...queryTerms, ...expansion], ...sparseArgs);
     }
 
-    const scopeSeqs = this.#scopeSeqs(req, ownerScope);
+    const scopeSeqs = this.#scopeSeqs(req);
     const denseHits = req.queryVector === undefined ? [] : this.#dense.search(req.queryVector, scopeSeqs, accept, depth);
 
     const lexical = new Map<number, number>(sparseHits.map((h) => [h.seq, h.score]));
@@ -186,7 +184,7 @@ export class SearchEngine {
       if (stale) score *= tuning.stalePenalty;
       fused.set(seq, { score, parts: { semantic: sem, lexical: lex, recency, stalePenalty: stale, weights } });
     }
-    this.#smoothNeighbours(fused, req.runIds, ownerScope, accept);
+    this.#smoothNeighbours(fused, req.scopes, accept);
 
     const ranked = [...fused].sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
     const querySet = new Set(queryTerms.map((t) => t.term));
@@ -254,8 +252,8 @@ export class SearchEngine {
   }
 
   /** The scope's seqs: its runs' entries plus the owner's global lessons. */
-  #scopeSeqs(req: SearchRequest, ownerScope: number | undefined): readonly number[] {
-    const lists = req.runIds.map((runId) => this.#catalog.runSeqs(ownerScope, runId));
+  #scopeSeqs(req: SearchRequest): readonly number[] {
+    const lists = req.scopes.map((scope) => this.#catalog.runSeqs(scope.owner, scope.runId));
     if (req.includeGlobalLessons) lists.push(this.#catalog.globalLessonSeqs(req.owner));
     const nonEmpty = lists.filter((list) => list.length > 0);
     // Large runs are not copied: a single list is used as it is.
@@ -294,13 +292,12 @@ export class SearchEngine {
    */
   #smoothNeighbours(
     fused: Map<number, { score: number; parts: ScoreParts }>,
-    runIds: readonly string[],
-    owner: number | undefined,
+    scopes: readonly RunScope[],
     accept: (seq: number) => boolean,
   ): void {
     const boosts = new Map<number, number>();
-    for (const runId of runIds) {
-      const seqs = this.#catalog.runSeqs(owner, runId);
+    for (const scope of scopes) {
+      const seqs = this.#catalog.runSeqs(scope.owner, scope.runId);
       if (seqs.length < 2) continue;
       for (const [seq, { score }] of fused) {
         const at = binarySearch(seqs, seq);

@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
-import { callerOf, isAdmin } from "../../auth/principal.js";
+import { callerOf } from "../../auth/principal.js";
 import { IMPORTANCE_LEVELS, type NewEntry } from "../../storage/entry-store.js";
 import { countTokens } from "../../retrieval/context/token-counter.js";
 import type { MemoryDeps } from "./deps.js";
@@ -68,7 +68,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
       const entry = deps.entries.byReference(required("reference_id", req.referenceId)) ?? deps.entries.getById(req.referenceId);
       const visible =
         entry !== undefined &&
-        (isAdmin(caller) || entry.owner === caller.userId) &&
+        deps.acl.allows(caller, entry.owner, entry.runId, entry.lane, "read") &&
         (req.runId === "" || entry.runId === req.runId) &&
         (req.userId === "" || entry.userId === req.userId);
       if (!visible) return { found: false, content: "" };

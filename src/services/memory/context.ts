@@ -1,13 +1,13 @@
 // POST /v2/control/context: ranked evidence assembled into a prompt block under a token budget.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
-import { callerOf, isAdmin } from "../../auth/principal.js";
+import { callerOf } from "../../auth/principal.js";
 import { invalidArgument } from "../../platform/errors.js";
 import { assembleContext, isContextSectionName, type ContextSectionName } from "../../retrieval/context/assemble-context.js";
 import { modeOf, type Hit } from "../../retrieval/search-engine.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry, evidenceOfHit, type EvidenceInit } from "./evidence.js";
-import { retrieve } from "./retrieve.js";
+import { readableScopes, retrieve } from "./retrieve.js";
 import { BUDGETS, bounded, clampLimit, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "getContext">;
@@ -73,7 +73,7 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
       };
       let candidates: Candidate[];
       let recencyFallback = false;
-      const result = req.query.trim() === "" ? undefined : await retrieve(deps.index, ctx, question);
+      const result = req.query.trim() === "" ? undefined : await retrieve(deps.index, deps.acl, ctx, question);
       if (result !== undefined && result.hits.length > 0) {
         candidates = result.hits.map((hit) => candidateOf(evidenceOfHit(hit, false, "relevance"), hit));
       } else {
@@ -129,14 +129,16 @@ function newest(
     minTimestamp: q.time.min,
     maxTimestamp: q.time.max,
   });
-  const lists = q.runIds.map((r) => catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, r));
+  const scopes = readableScopes(deps.acl, caller, q.runIds);
+  const inScope = catalog.scopeMatcher(scopes, undefined);
+  const lists = scopes.map((scope) => catalog.runSeqs(scope.owner, scope.runId));
   // Lists are ascending; one run (the usual case) is read backwards without copying.
   const seqs = lists.length === 1 ? (lists[0] as readonly number[]) : lists.flat().sort((a, b) => a - b);
   const out: Candidate[] = [];
   for (let i = seqs.length - 1; i >= 0; i--) {
     const seq = seqs[i] as number;
     if (out.length >= limit) break;
-    if (!passes(seq) || (!q.includeWorkingMemory && catalog.entryType(seq) === "working_memory")) continue;
+    if (!inScope(seq) || !passes(seq) || (!q.includeWorkingMemory && catalog.entryType(seq) === "working_memory")) continue;
     const entry = deps.entries.get(seq);
     if (entry === undefined) continue;
     const mode = modeOf(entry);

@@ -5,6 +5,7 @@ import type { MemoryIndex } from "../../memory/memory-index.js";
 import type { EntryWriter } from "../../memory/entry-writer.js";
 import type { IngestQueue } from "../../memory/ingest-queue.js";
 import type { Answerer } from "./answering.js";
+import type { AccessControl } from "../../acl/access-control.js";
 
 export interface MemoryDeps {
   readonly entries: EntryStore;
@@ -12,6 +13,8 @@ export interface MemoryDeps {
   readonly writer: EntryWriter;
   readonly ingest: IngestQueue;
   readonly answerer: Answerer;
+  /** Grants that let a caller read runs of other users. */
+  readonly acl: AccessControl;
   readonly logger: Logger;
   /** Whether the direct-bypass query mode is open (SERVICE_CORE_ENABLE_DIRECT_SEARCH). */
   readonly directSearchEnabled: boolean;

@@ -25,7 +25,7 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
       const rankBy = oneOf("rank_by", req.rankBy, RANK_BY, "relevance");
       const budget = oneOf("budget", req.budget, BUDGETS, "mid");
       const direct = mode === "direct_bypass";
-      const result = await retrieve(deps.index, ctx, {
+      const result = await retrieve(deps.index, deps.acl, ctx, {
         runIds: [runId],
         text: query,
         vector: callerVector("embedding", req.embedding, deps.index.embedder.dimensions),

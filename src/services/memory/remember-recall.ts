@@ -67,7 +67,7 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const sessionId = required("session_id", req.sessionId);
       bounded("user_id", req.userId);
       const query = content("query", req.query);
-      const result = await retrieve(deps.index, ctx, {
+      const result = await retrieve(deps.index, deps.acl, ctx, {
         runIds: [sessionId],
         text: query,
         vector: undefined,
