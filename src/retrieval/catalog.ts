@@ -51,6 +51,16 @@ export interface RunScope {
   readonly lanes?: ReadonlySet<string> | undefined;
 }
 
+export function isUnfiltered(filter: EntryFilter): boolean {
+  return (
+    filter.entryTypes === undefined &&
+    filter.userId === undefined &&
+    filter.laneFilter === "" &&
+    filter.minTimestamp === undefined &&
+    filter.maxTimestamp === undefined
+  );
+}
+
 export interface EntryFilter {
   readonly entryTypes: ReadonlySet<EntryType> | undefined;
   /** Logical user: entries about this user or about no one. Undefined: no filter. */
@@ -79,6 +89,8 @@ export class Catalog {
   readonly #authors = new Interner();
   /** `${owner}/${run}` and `*\/${run}` → seqs in ascending order. */
   readonly #byScope = new Map<string, number[]>();
+  /** `${owner}/${run}` and `*\/${run}` → seqs of the run's rules and lessons, ascending. */
+  readonly #knowledge = new Map<string, number[]>();
   /** owner → seqs of global lessons. */
   readonly #globalLessons = new Map<number, number[]>();
   #count = 0;
@@ -128,8 +140,12 @@ export class Catalog {
       (record.supersededBy !== "" ? FLAG_STALE : 0) |
       (globalLesson ? FLAG_GLOBAL_LESSON : 0) |
       (record.derived ? FLAG_DERIVED : 0);
-    this.#push(`${record.owner}/${record.runId}`, seq);
-    this.#push(`*/${record.runId}`, seq);
+    this.#push(this.#byScope, `${record.owner}/${record.runId}`, seq);
+    this.#push(this.#byScope, `*/${record.runId}`, seq);
+    if (record.entryType === "rule" || record.entryType === "lesson") {
+      this.#push(this.#knowledge, `${record.owner}/${record.runId}`, seq);
+      this.#push(this.#knowledge, `*/${record.runId}`, seq);
+    }
     if (globalLesson) {
       const list = this.#globalLessons.get(record.owner) ?? [];
       list.push(seq);
@@ -140,9 +156,9 @@ export class Catalog {
     this.#maxSeq = Math.max(this.#maxSeq, seq);
   }
 
-  #push(key: string, seq: number): void {
-    const list = this.#byScope.get(key);
-    if (list === undefined) this.#byScope.set(key, [seq]);
+  #push(map: Map<string, number[]>, key: string, seq: number): void {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [seq]);
     else if ((list[list.length - 1] as number) < seq) list.push(seq);
     else {
       // Out-of-order only while loading unordered sources; keep the list sorted.
@@ -206,6 +222,11 @@ export class Catalog {
     return this.#byScope.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
   }
 
+  /** Seqs of a run's rules and lessons: one owner's, or every owner's when `owner` is undefined. Ascending. */
+  knowledgeSeqs(owner: number | undefined, runId: string): readonly number[] {
+    return this.#knowledge.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
+  }
+
   /** Seqs of an owner's global lessons. Ascending. */
   globalLessonSeqs(owner: number): readonly number[] {
     return this.#globalLessons.get(owner) ?? [];
@@ -221,6 +242,18 @@ export class Catalog {
       run: this.#strings.lookup(scope.runId) ?? -1,
       lanes: scope.lanes === undefined ? undefined : new Set([...scope.lanes].map((lane) => this.#strings.lookup(lane) ?? -1)),
     }));
+    const only = resolved.length === 1 ? resolved[0] : undefined;
+    if (only !== undefined && only.lanes === undefined && only.owner !== undefined) {
+      // The common case, kept to a few typed-array reads: one owner's run.
+      const { owner, run } = only;
+      return (seq) => {
+        const flags = this.#flags[seq] as number;
+        if ((flags & FLAG_PRESENT) === 0) return false;
+        const entryOwner = this.#owner[seq] as number;
+        if (entryOwner === owner && this.#run[seq] === run) return true;
+        return globalLessonOwner !== undefined && entryOwner === globalLessonOwner && (flags & FLAG_GLOBAL_LESSON) !== 0;
+      };
+    }
     return (seq) => {
       const flags = this.#flags[seq] as number;
       if ((flags & FLAG_PRESENT) === 0) return false;
@@ -237,6 +270,7 @@ export class Catalog {
 
   /** A predicate applying the filters; built once per query so the hot loop only reads typed arrays. */
   matcher(filter: EntryFilter): (seq: number) => boolean {
+    if (isUnfiltered(filter)) return (seq) => ((this.#flags[seq] as number) & FLAG_PRESENT) !== 0;
     const types = filter.entryTypes === undefined ? undefined : new Set([...filter.entryTypes].map((t) => ENTRY_TYPES.indexOf(t)));
     const noUser = this.#strings.id("");
     const user = filter.userId === undefined ? undefined : (this.#strings.lookup(filter.userId) ?? -1);

@@ -2,7 +2,7 @@
 // fused by normalised scores with pseudo-relevance feedback, importance, recency and a stale penalty, then
 // overlaid with exact references and the scope's active rules and lessons.
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
-import type { Catalog, EntryFilter, RunScope } from "./catalog.js";
+import { isUnfiltered, type Catalog, type EntryFilter, type RunScope } from "./catalog.js";
 import type { SparseHit, SparseIndex, WeightedTerm } from "./sparse-index.js";
 import type { VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
@@ -134,8 +134,10 @@ export class SearchEngine {
     const catalog = this.#catalog;
     const inScope = catalog.scopeMatcher(req.scopes, req.includeGlobalLessons ? req.owner : undefined);
     const passes = catalog.matcher(req.filter);
-    const accept = (seq: number): boolean =>
-      inScope(seq) && passes(seq) && (req.includeWorkingMemory || catalog.entryType(seq) !== "working_memory");
+    const unfiltered = isUnfiltered(req.filter) && req.includeWorkingMemory;
+    const accept = unfiltered
+      ? inScope
+      : (seq: number): boolean => inScope(seq) && passes(seq) && (req.includeWorkingMemory || catalog.entryType(seq) !== "working_memory");
 
     const tuning = this.#tuning;
     const depth = tuning.depth[req.budget];
@@ -145,12 +147,12 @@ export class SearchEngine {
     const sparseArgs = [accept, depth, catalog.count, catalog.averageTermCount, (seq: number) => catalog.termCount(seq)] as const;
     let sparseHits = this.#sparse.search(queryTerms, ...sparseArgs);
     if (req.budget !== "low" && sparseHits.length > 0) {
+      // Only the expansion terms are searched again; their scores add to the first pass's.
       const expansion = this.#feedbackTerms(sparseHits.slice(0, tuning.feedbackDocs), queryTerms);
-      if (expansion.length > 0) sparseHits = this.#sparse.search([...queryTerms, ...expansion], ...sparseArgs);
+      if (expansion.length > 0) sparseHits = addScores(sparseHits, this.#sparse.search(expansion, ...sparseArgs), depth);
     }
 
-    const scopeSeqs = this.#scopeSeqs(req);
-    const denseHits = req.queryVector === undefined ? [] : this.#dense.search(req.queryVector, scopeSeqs, accept, depth);
+    const denseHits = req.queryVector === undefined ? [] : this.#dense.search(req.queryVector, this.#scopeLists(req), accept, depth);
 
     const lexical = new Map<number, number>(sparseHits.map((h) => [h.seq, h.score]));
     const semantic = new Map<number, number>(denseHits.map((h) => [h.seq, h.similarity]));
@@ -224,7 +226,7 @@ export class SearchEngine {
         taken.add(seq);
       }
     }
-    this.#overlay(hits, taken, scopeSeqs, accept, fused, req.limit, toHit);
+    this.#overlay(hits, taken, this.#knowledgeLists(req), accept, fused, req.limit, toHit);
     return {
       hits,
       candidatesConsidered: union.size,
@@ -251,13 +253,18 @@ export class SearchEngine {
     return { ids, terms: nameTerms };
   }
 
-  /** The scope's seqs: its runs' entries plus the owner's global lessons. */
-  #scopeSeqs(req: SearchRequest): readonly number[] {
+  /** The scope's seqs, as ascending lists (not copied): its runs' entries plus the owner's global lessons. */
+  #scopeLists(req: SearchRequest): (readonly number[])[] {
     const lists = req.scopes.map((scope) => this.#catalog.runSeqs(scope.owner, scope.runId));
     if (req.includeGlobalLessons) lists.push(this.#catalog.globalLessonSeqs(req.owner));
-    const nonEmpty = lists.filter((list) => list.length > 0);
-    // Large runs are not copied: a single list is used as it is.
-    return nonEmpty.length === 1 ? (nonEmpty[0] as readonly number[]) : ([] as number[]).concat(...nonEmpty);
+    return lists.filter((list) => list.length > 0);
+  }
+
+  /** The scope's rules and lessons, as ascending lists: the candidates of overlays. */
+  #knowledgeLists(req: SearchRequest): (readonly number[])[] {
+    const lists = req.scopes.map((scope) => this.#catalog.knowledgeSeqs(scope.owner, scope.runId));
+    if (req.includeGlobalLessons) lists.push(this.#catalog.globalLessonSeqs(req.owner));
+    return lists.filter((list) => list.length > 0);
   }
 
   /**
@@ -266,6 +273,7 @@ export class SearchEngine {
    */
   #feedbackTerms(top: readonly SparseHit[], queryTerms: readonly WeightedTerm[]): WeightedTerm[] {
     const known = new Set(queryTerms.map((t) => t.term));
+    const maxDf = Math.max(50, 0.1 * this.#catalog.count);
     const total = top.reduce((sum, h) => sum + h.score, 0) || 1;
     const model = new Map<string, number>();
     for (const { seq, score } of top) {
@@ -273,7 +281,8 @@ export class SearchEngine {
       if (entry === undefined) continue;
       const entryTerms = terms(entry.content);
       for (const term of entryTerms) {
-        if (known.has(term)) continue;
+        // Terms in a tenth of all entries or more say little about the question.
+        if (known.has(term) || this.#sparse.documentFrequency(term) > maxDf) continue;
         model.set(term, (model.get(term) ?? 0) + score / total / entryTerms.length);
       }
     }
@@ -334,7 +343,7 @@ export class SearchEngine {
   #overlay(
     hits: Hit[],
     taken: Set<number>,
-    scopeSeqs: readonly number[],
+    knowledge: readonly (readonly number[])[],
     accept: (seq: number) => boolean,
     fused: ReadonlyMap<number, { score: number; parts: ScoreParts }>,
     limit: number,
@@ -344,7 +353,7 @@ export class SearchEngine {
     if (budget === 0) return;
     const topScore = hits.find((h) => h.mode !== "exact_reference")?.score ?? 0;
     const overlays: { seq: number; score: number; type: "rule" | "lesson" }[] = [];
-    for (const seq of scopeSeqs) {
+    for (const seq of knowledge.flat()) {
       if (taken.has(seq) || this.#catalog.isStale(seq) || !accept(seq)) continue;
       const type = this.#catalog.entryType(seq);
       if (type !== "rule" && type !== "lesson") continue;
@@ -372,6 +381,15 @@ export class SearchEngine {
       added++;
     }
   }
+}
+
+function addScores(a: readonly SparseHit[], b: readonly SparseHit[], k: number): SparseHit[] {
+  const sums = new Map<number, number>();
+  for (const { seq, score } of [...a, ...b]) sums.set(seq, (sums.get(seq) ?? 0) + score);
+  return [...sums]
+    .map(([seq, score]) => ({ seq, score }))
+    .sort((x, y) => y.score - x.score || y.seq - x.seq)
+    .slice(0, k);
 }
 
 function binarySearch(sorted: readonly number[], value: number): number {

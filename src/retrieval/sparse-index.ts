@@ -10,6 +10,13 @@ interface PostingList {
   length: number;
 }
 
+/**
+ * A term in more than this share of all entries (and at least COMMON_TERM_MIN of them) only adds to entries that
+ * rarer query terms already found, instead of walking its long posting list: it ranks, it does not recall.
+ */
+const COMMON_TERM_SHARE = 0.02;
+const COMMON_TERM_MIN = 2000;
+
 export interface SparseHit {
   readonly seq: number;
   readonly score: number;
@@ -76,27 +83,40 @@ export class SparseIndex {
   ): SparseHit[] {
     const touched: number[] = [];
     const avg = avgLength || 1;
-    for (const { term, weight } of terms) {
-      const list = this.#postings.get(term);
-      if (list === undefined) continue;
+    const commonDf = Math.max(COMMON_TERM_MIN, COMMON_TERM_SHARE * docCount);
+    const lists = terms
+      .map(({ term, weight }) => ({ list: this.#postings.get(term), weight }))
+      .filter((t): t is { list: PostingList; weight: number } => t.list !== undefined)
+      .sort((a, b) => a.list.length - b.list.length);
+    const bm25 = (list: PostingList, i: number, seq: number, weight: number, idf: number): number => {
+      const tf = list.tfs[i] as number;
+      const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * lengthOf(seq)) / avg);
+      return weight * idf * ((tf * (BM25_K1 + 1)) / norm);
+    };
+    for (const { list, weight } of lists) {
       const idf = Math.log(1 + (docCount - list.length + 0.5) / (list.length + 0.5));
+      if (list.length > commonDf && touched.length > 0 && touched.length * 4 < list.length) {
+        for (const seq of touched) {
+          if ((this.#scratch[seq] as number) <= 0) continue;
+          const i = indexOf(list, seq);
+          if (i >= 0) this.#scratch[seq] = (this.#scratch[seq] as number) + bm25(list, i, seq, weight, idf);
+        }
+        continue;
+      }
       for (let i = 0; i < list.length; i++) {
         const seq = list.seqs[i] as number;
         if (seq >= this.#scratch.length) this.#growScratch(seq + 1);
         const current = this.#scratch[seq] as number;
         if (current < 0) continue;
         if (current === 0) {
+          touched.push(seq);
           if (!accept(seq)) {
             // Remember the refusal for this query so later terms skip the check.
             this.#scratch[seq] = -1;
-            touched.push(seq);
             continue;
           }
-          touched.push(seq);
         }
-        const tf = list.tfs[i] as number;
-        const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * lengthOf(seq)) / avg);
-        this.#scratch[seq] = current + weight * idf * ((tf * (BM25_K1 + 1)) / norm);
+        this.#scratch[seq] = current + bm25(list, i, seq, weight, idf);
       }
     }
     const hits: SparseHit[] = [];
@@ -114,4 +134,18 @@ export class SparseIndex {
     next.set(this.#scratch);
     this.#scratch = next;
   }
+}
+
+/** Position of `seq` in a posting list (ascending by seq, as entries are appended in write order), or -1. */
+function indexOf(list: PostingList, seq: number): number {
+  let lo = 0;
+  let hi = list.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const at = list.seqs[mid] as number;
+    if (at === seq) return mid;
+    if (at < seq) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
 }

@@ -17,7 +17,7 @@ const usearch = createRequire(import.meta.url)("usearch") as typeof Usearch;
 /** Below this many admissible candidates, exact search over them is cheaper and exact. */
 const EXACT_SEARCH_LIMIT = 6000;
 /** Graph additions are made in slices so that queries are never blocked for long. */
-const INDEX_SLICE = 256;
+const INDEX_SLICE = 64;
 
 interface Sidecar {
   readonly embedderId: string;
@@ -59,7 +59,7 @@ export class VectorIndex {
       metric: usearch.MetricKind.Cos,
       quantization: usearch.ScalarKind.F16,
       connectivity: 16,
-      expansion_add: 128,
+      expansion_add: 64,
       expansion_search: 64,
       multi: false,
     });
@@ -169,29 +169,35 @@ export class VectorIndex {
   }
 
   /**
-   * Top `k` admissible entries by cosine similarity. `candidates` lists the scope's seqs; when few pass `accept`
-   * they are scored exactly, otherwise the graph is searched with growing over-fetch and filtered, and entries
-   * not yet in the graph are always scored exactly.
+   * Top `k` admissible entries by cosine similarity. `lists` hold the scope's seqs, each list ascending. Small
+   * scopes are scored exactly; large ones search the graph with growing over-fetch, keep what `accept` admits, and
+   * score exactly the entries newer than the graph. When the graph yields too few admissible entries (a narrow
+   * filter), the admissible candidates are scored exactly, so a narrow filter still returns its best k.
    */
-  search(query: Float32Array, candidates: readonly number[], accept: (seq: number) => boolean, k: number): DenseHit[] {
-    const admissible: number[] = [];
-    for (const seq of candidates) if (this.#present[seq] && accept(seq)) admissible.push(seq);
-    if (admissible.length <= EXACT_SEARCH_LIMIT || this.#graph.size() === 0) {
-      return this.#exact(query, admissible, k);
-    }
-    const inScope = new Set(admissible);
+  search(query: Float32Array, lists: readonly (readonly number[])[], accept: (seq: number) => boolean, k: number): DenseHit[] {
+    const admissible = (): number[] => lists.flatMap((list) => list.filter((seq) => this.#present[seq] && accept(seq)));
+    const total = lists.reduce((sum, list) => sum + list.length, 0);
+    if (total <= EXACT_SEARCH_LIMIT || this.#graph.size() === 0) return this.#exact(query, admissible(), k);
     const hits = new Map<number, number>();
-    for (let fetch = Math.max(k * 8, 64); ; fetch *= 4) {
-      const matches = this.#graph.search(query, Math.min(fetch, this.#graph.size()), 0);
+    // The first fetch assumes the filter admits most of the graph; narrower filters fetch more.
+    for (let fetch = k + 16; ; fetch *= 4) {
+      const size = this.#graph.size();
+      const matches = this.#graph.search(query, Math.min(fetch, size), 0);
       hits.clear();
       for (let i = 0; i < matches.keys.length; i++) {
         const seq = Number(matches.keys[i]);
-        if (inScope.has(seq)) hits.set(seq, 1 - (matches.distances[i] as number));
+        if (accept(seq)) hits.set(seq, 1 - (matches.distances[i] as number));
       }
-      if (hits.size >= k || fetch >= this.#graph.size()) break;
-      if (fetch > 16 * EXACT_SEARCH_LIMIT) return this.#exact(query, admissible, k);
+      if (hits.size >= k || fetch >= size) break;
+      if (fetch > 4 * EXACT_SEARCH_LIMIT) return this.#exact(query, admissible(), k);
     }
-    for (const seq of admissible) if (seq > this.#indexedUpTo) hits.set(seq, this.similarity(seq, query));
+    // Each list is ascending: its entries newer than the graph are a suffix.
+    for (const list of lists) {
+      for (let i = list.length - 1; i >= 0 && (list[i] as number) > this.#indexedUpTo; i--) {
+        const seq = list[i] as number;
+        if (this.#present[seq] && accept(seq)) hits.set(seq, this.similarity(seq, query));
+      }
+    }
     return [...hits]
       .map(([seq, similarity]) => ({ seq, similarity }))
       .sort((a, b) => b.similarity - a.similarity || b.seq - a.seq)
