@@ -68,10 +68,16 @@ describe("grants on runs", () => {
     expect(laneOnly).not.toContain("The incident bridge number is 4471.");
     expect(laneOnly).not.toContain("Finance closes the books on the 5th.");
     expect((await post(server, alice, "/v2/core/acl/check", { principal_type: "user", principal_id: "bob", run_id: "shared", lane: "ops", permission: "read" })).json).toMatchObject({ allowed: true, reason: "lane_grant" });
+    const activity = async (): Promise<string[]> =>
+      ((await post(server, bob, "/v2/control/activity", { run_id: "shared", limit: 500 })).json["entries"] as JsonObject[]).map((e) => String(e["content"]));
+    expect(await activity()).toEqual(["The on-call rotation for ops changes on Mondays."]);
 
     await post(server, alice, "/v2/core/acl/grant", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" });
     expect(await ask(bob, "incident bridge number")).toContain("The incident bridge number is 4471.");
     expect((await post(server, bob, "/v2/control/dereference", { reference_id: archived })).json["content"]).toBe("runbook v2");
+    expect((await activity()).sort()).toEqual(
+      ["Finance closes the books on the 5th.", "The incident bridge number is 4471.", "The on-call rotation for ops changes on Mondays.", "runbook v2"].sort(),
+    );
     const context = await post(server, bob, "/v2/control/context", { run_id: "shared", query: "finance books" });
     expect(String(context.json["context_block"])).toContain("Finance closes the books");
 

@@ -9,6 +9,7 @@ import {
   type MemoryService,
 } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
+import type { AccessControl, GrantedRun } from "../../acl/access-control.js";
 import type { EventBus } from "../../events/event-bus.js";
 import { invalidArgument } from "../../platform/errors.js";
 import { ENTRY_TYPES, type EntryRecord, type EntryStore, type EntryType, type NewEntry } from "../../storage/entry-store.js";
@@ -42,6 +43,8 @@ export interface ActivityDeps {
   readonly write: (entry: NewEntry) => Promise<EntryRecord>;
   /** When given, AppendActivity publishes `activity.appended` on it. */
   readonly events?: EventBus;
+  /** When given, a listing of one run also shows the entries of that run's other owners who granted the caller read. */
+  readonly acl?: AccessControl;
 }
 
 /** Which entries a browse or export reads, all validated. */
@@ -57,6 +60,8 @@ interface ActivityQuery {
   readonly createdBefore: number | undefined;
   readonly excludeDerived: boolean;
   readonly sort: Sort;
+  /** Other owners' entries of `runId` the caller holds read grants on (empty for admins, who see all anyway). */
+  readonly granted: readonly GrantedRun[];
 }
 
 type FilterFields = Pick<ListActivityRequest, "runId" | "userId" | "agentId" | "entryTypes" | "createdAfter" | "createdBefore" | "sort">;
@@ -130,11 +135,13 @@ function entryTypesOf(values: readonly string[]): ReadonlySet<EntryType> | undef
   return new Set(values as EntryType[]);
 }
 
-function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext): ActivityQuery {
+function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext, acl: AccessControl | undefined): ActivityQuery {
   const caller = callerOf(ctx);
+  const runId = req.runId === "" ? undefined : bounded("run_id", req.runId);
   return {
+    granted: acl === undefined || runId === undefined || isAdmin(caller) ? [] : acl.readableRuns(caller, runId),
     owner: isAdmin(caller) ? undefined : caller.userId,
-    runId: req.runId === "" ? undefined : bounded("run_id", req.runId),
+    runId,
     userId: req.userId,
     agentId: req.agentId,
     entryTypes: entryTypesOf(req.entryTypes),
@@ -159,17 +166,45 @@ function matches(q: ActivityQuery, e: EntryRecord): boolean {
   return !(q.excludeDerived && e.derived);
 }
 
+/** The seqs a query walks, in its order: the caller's (or everyone's) entries, merged with granted owners' runs. */
+function* visibleSeqs(entries: EntryStore, q: ActivityQuery, afterSeq?: number): Generator<number> {
+  const reverse = q.sort === "desc";
+  const sources = [entries.visibleSeqs(q.owner, q.runId, reverse, afterSeq), ...q.granted.map((g) => entries.visibleSeqs(g.owner, g.runId, reverse, afterSeq))];
+  if (sources.length === 1) {
+    yield* sources[0] as Generator<number>;
+    return;
+  }
+  // k-way merge of ascending (or descending) streams; k is small (the owners who granted this run).
+  const heads = sources.map((source) => ({ source, next: source.next() }));
+  for (;;) {
+    let best: (typeof heads)[number] | undefined;
+    for (const head of heads) {
+      if (head.next.done) continue;
+      if (best === undefined || (reverse ? head.next.value > (best.next.value as number) : head.next.value < (best.next.value as number))) best = head;
+    }
+    if (best === undefined) return;
+    yield best.next.value as number;
+    best.next = best.source.next();
+  }
+}
+
+/** Whether a granted owner's entry lies in a lane the caller may read. */
+function inGrantedLane(q: ActivityQuery, e: EntryRecord): boolean {
+  const grant = q.granted.find((g) => g.owner === e.owner);
+  return grant === undefined || grant.lanes === undefined || grant.lanes.has(e.lane);
+}
+
 /** Every visible entry that matches, in the query's order, starting after `afterSeq` (in that order) when given. */
 function* matching(entries: EntryStore, q: ActivityQuery, afterSeq?: number): Generator<EntryRecord> {
-  for (const seq of entries.visibleSeqs(q.owner, q.runId, q.sort === "desc", afterSeq)) {
+  for (const seq of visibleSeqs(entries, q, afterSeq)) {
     const record = entries.get(seq);
-    if (record !== undefined && matches(q, record)) yield record;
+    if (record !== undefined && inGrantedLane(q, record) && matches(q, record)) yield record;
   }
 }
 
 function countMatching(entries: EntryStore, q: ActivityQuery): number {
   let count = 0;
-  if (filtersRecords(q)) {
+  if (filtersRecords(q) || q.granted.length > 0) {
     for (const _ of matching(entries, q)) count += 1;
   } else {
     // Only the scanned index decides membership: count its keys without decoding records.
@@ -253,7 +288,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
   const { entries, write, events } = deps;
   return {
     async listActivity(req, ctx) {
-      const q = queryOf(req, req.excludeDerived, ctx);
+      const q = queryOf(req, req.excludeDerived, ctx, deps.acl);
       const projection = projectionOf(req.projection);
       const limit = Math.min(MAX_PAGE_SIZE, Math.max(MIN_PAGE_SIZE, req.limit));
       const afterSeq = req.pageToken === "" ? undefined : decodePageToken(req.pageToken, q);
@@ -277,7 +312,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
     },
 
     async exportActivity(req, ctx) {
-      const q = queryOf(req, false, ctx);
+      const q = queryOf(req, false, ctx, deps.acl);
       let content = "";
       let entryCount = 0;
       for (const record of matching(entries, q)) {

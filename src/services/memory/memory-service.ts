@@ -22,6 +22,7 @@ export function memoryService(deps: MemoryDeps, events: EventBus): ServiceImpl<t
     ...activityHandlers({
       entries: deps.entries,
       events,
+      acl: deps.acl,
       write: async (entry) => {
         const [written] = await deps.writer.write([{ entry }], "activity");
         if (written === undefined) throw new Error("write returned no entry");
