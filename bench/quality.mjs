@@ -19,7 +19,7 @@ import path from "node:path";
 import { ApiError, implemented, ingestAll, post, round, summarize } from "./lib/api.mjs";
 import { Bm25, plainTerms } from "./lib/bm25.mjs";
 import { CATEGORY_NAMES, loadLocomo, recallAt } from "./lib/locomo.mjs";
-import { machine, writeResults } from "./lib/machine.mjs";
+import { interferenceMonitor, machine, writeResults } from "./lib/machine.mjs";
 import { ROOT, mintAdminKey, startServer, tempDir } from "./lib/server.mjs";
 
 const DATA = path.resolve(ROOT, process.env.BENCH_LOCOMO ?? "../shared/data/locomo_dev.json");
@@ -108,6 +108,11 @@ async function engineRun(server, conversations, loaded, budget) {
   const rows = [];
   const latencies = [];
   const counters = { by_metadata: 0, by_content: 0, unmapped: 0, short_answers: 0, degraded: 0, returned: 0 };
+  // Warm-up (JIT, caches), untimed and unscored.
+  const first = conversations[0];
+  for (const q of first.questions.slice(0, 20)) {
+    await post(server, "/v2/control/query", { run_id: loaded.get(first.id).runId, query: q.text, limit: LIMIT, budget });
+  }
   for (const conv of conversations) {
     const maps = loaded.get(conv.id);
     for (const q of conv.questions) {
@@ -166,6 +171,7 @@ function printTables(results) {
 }
 
 async function main() {
+  const monitor = interferenceMonitor();
   const { conversations, skipped } = loadLocomo(DATA);
   const results = {
     benchmark: "quality",
@@ -223,6 +229,7 @@ async function main() {
     await server.stop();
   }
 
+  results.interference = monitor.stop();
   const file = writeResults("quality.json", results);
   console.log(printTables(results));
   console.log(`\nengine: ${results.engine_status}\nresults: ${path.relative(ROOT, file)}`);

@@ -31,7 +31,13 @@ import { reflectionService } from "./services/reflection/reflection-service.js";
 import { eventsService } from "./services/events/events-service.js";
 import { coreService, type CoreHandlers } from "./services/core/core-service.js";
 import { aclHandlers } from "./services/core/acl.js";
+import { pubsubHandlers } from "./services/core/pubsub.js";
+import { storageHandlers, vectorIndexStats } from "./services/core/storage.js";
+import { Compactor } from "./storage/compaction.js";
+import { SubscriptionRegistry } from "./core/subscriptions.js";
 import { CoreEventBus } from "./core/core-events.js";
+import { CoreData } from "./core/core-data.js";
+import { dataPlaneHandlers } from "./services/core/data-plane.js";
 import { AccessControl } from "./acl/access-control.js";
 import { EventBus } from "./events/event-bus.js";
 import { HealthService } from "../gen/engram/v2/health_service_pb.js";
@@ -93,7 +99,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const coreEvents = new CoreEventBus();
   void coreEvents; // listened to by the pubsub routes and fed by the node and scratchpad routes (being wired)
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
-  const coreParts: CoreHandlers[] = [aclHandlers(acl, users)];
+  const subscriptions = new SubscriptionRegistry(coreEvents, acl);
+  const compactor = new Compactor(storage, logger);
+  const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
+  const coreParts: CoreHandlers[] = [aclHandlers(acl, users), pubsubHandlers({ registry: subscriptions, acl, embedder, locateNode: (id) => core.locateNode(id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
+  coreParts.push(...dataPlaneHandlers(core));
   router.service(CoreService, coreService(coreParts));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
@@ -106,6 +116,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
   await index.load();
+  core.load();
   readiness.enter("acl_rebuild_in_progress");
   logger.info({ grants: acl.rebuild() }, "access grants loaded");
   await index.prewarmSparse(readiness);
@@ -121,6 +132,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       await server.close();
       await ingest.stop();
       index.close();
+      core.close();
       await storage.close();
     },
   };

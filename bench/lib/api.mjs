@@ -20,7 +20,8 @@ export async function call(server, method, route, body, timeoutMs = 120_000) {
   });
   const text = await res.text();
   if (!res.ok) throw new ApiError(route, res.status, text);
-  return text === "" ? {} : JSON.parse(text);
+  if (text === "") return {};
+  return (res.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text;
 }
 
 export const post = (server, route, body, timeoutMs) => call(server, "POST", route, body, timeoutMs);

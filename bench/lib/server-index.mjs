@@ -28,7 +28,7 @@ export async function serverVectorIndex(dimensions) {
   let candidates = [];
   const all = () => true;
   return {
-    name: `server VectorIndex (dist/src/${MODULE})`,
+    name: `server VectorIndex (${path.relative(ROOT, file)})`,
     async add(matrix, n) {
       for (let row = 0; row < n; row++) index.add(row + 1, matrix.subarray(row * dimensions, (row + 1) * dimensions));
       await index.indexPending();

@@ -54,6 +54,11 @@ process.on("unhandledRejection", (e) => {
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Pids of the servers this bench started that are still running. */
+export function liveChildPids() {
+  return [...children].filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid);
+}
+
 /** A fresh temporary directory, removed when the bench exits (unless BENCH_KEEP_DATA=1). */
 export function tempDir(prefix) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `engram-bench-${prefix}-`));
@@ -62,6 +67,10 @@ export function tempDir(prefix) {
 }
 
 export function removeDir(dir) {
+  if (process.env.BENCH_KEEP_DATA === "1") {
+    process.stderr.write(`bench: kept ${dir}\n`);
+    return;
+  }
   fs.rmSync(dir, { recursive: true, force: true });
   tempDirs.delete(dir);
 }
@@ -95,6 +104,37 @@ export function procMemory(pid, field = "VmRSS") {
   }
 }
 
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat; undefined when unreadable. */
+export function cpuSeconds(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may contain spaces) start after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Waits until the process has been idle (under 5 % of a core) for `quietMs`, e.g. until background indexing after an
+ * ingest is over. Resolves with the time waited, or with the timeout when it never settles.
+ */
+export async function waitIdle(pid, { quietMs = 1000, timeoutMs = 180_000 } = {}) {
+  const started = performance.now();
+  let last = cpuSeconds(pid);
+  let quietSince = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    await sleep(250);
+    const now = cpuSeconds(pid);
+    if (now === undefined || last === undefined) return performance.now() - started;
+    if (now - last > 0.0125) quietSince = performance.now(); // more than 5 % of a core over 250 ms
+    last = now;
+    if (performance.now() - quietSince >= quietMs) return performance.now() - started - quietMs;
+  }
+  return performance.now() - started;
+}
+
 /** Bytes on disk under a directory. */
 export function diskBytes(dir) {
   let total = 0;
@@ -110,7 +150,7 @@ export function diskBytes(dir) {
  * Spawns the server on `dataDir` and waits until GET /readyz answers 200. Returns the handle with `readyMs`, the time
  * from spawn to the first 200. Throws (after killing the child) when it exits early or is not ready in time.
  */
-export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000, env = {} }) {
+export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000, env = {}, nodeArgs = [] }) {
   if (!fs.existsSync(SERVER_ENTRY)) {
     throw new Error(`${SERVER_ENTRY} not found: build first (npx tsc -p tsconfig.build.json)`);
   }
@@ -126,7 +166,7 @@ export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000
     ...env,
   });
   const started = performance.now();
-  const child = spawn(process.execPath, [SERVER_ENTRY], { cwd: ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeArgs, SERVER_ENTRY], { cwd: ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
   let output = "";
   const keep = (chunk) => {

@@ -99,17 +99,15 @@ export class MemoryIndex {
     readiness.enter("sparse_prewarm_in_progress");
     const started = Date.now();
     let postings = 0;
-    let batch: { term: string; seq: number; tf: number }[] = [];
-    for (const posting of this.#entries.allPostings()) {
-      batch.push(posting);
-      if (batch.length === PREWARM_SLICE) {
-        postings += this.sparse.load(batch);
-        batch = [];
-        // Yield so probes (and /livez) are answered while a large index loads.
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+    // Page by key rather than hold one iterator across the yields: a held iterator pins an LMDB snapshot and would
+    // break if the environment were swapped meanwhile.
+    for (let page = this.#entries.postingsPage(undefined, PREWARM_SLICE); page.length > 0; ) {
+      postings += this.sparse.load(page);
+      const last = page[page.length - 1] as { term: string; seq: number };
+      // Yield so probes (and /livez) are answered while a large index loads.
+      await new Promise((resolve) => setImmediate(resolve));
+      page = page.length < PREWARM_SLICE ? [] : this.#entries.postingsPage(last, PREWARM_SLICE);
     }
-    postings += this.sparse.load(batch);
     this.#logger.info({ postings, ms: Date.now() - started }, "sparse index prewarmed");
   }
 
@@ -120,18 +118,13 @@ export class MemoryIndex {
     const total = this.#entries.maxSeq();
     if (stored !== undefined && total > 0) {
       this.#logger.warn({ from: stored, to: this.embedder.id }, "embedder changed: re-embedding every entry");
-      let batch: { seq: number; content: string }[] = [];
-      const flush = async (): Promise<void> => {
-        const vectors = await this.embedder.embed(batch.map((b) => b.content));
+      // Batches are read a page at a time, never through an iterator held across the awaits (see Storage).
+      for (let batch = this.#entries.entriesPage(0, REEMBED_BATCH); batch.length > 0; ) {
         const rows = batch;
+        const vectors = await this.embedder.embed(rows.map((row) => row.content));
         await this.#storage.transaction(() => rows.forEach((row, i) => this.#entries.putVectorInTransaction(row.seq, vectors[i] as Float32Array)));
-        batch = [];
-      };
-      for (const record of this.#entries.all()) {
-        batch.push({ seq: record.seq, content: record.content });
-        if (batch.length >= REEMBED_BATCH) await flush();
+        batch = rows.length < REEMBED_BATCH ? [] : this.#entries.entriesPage((rows[rows.length - 1] as { seq: number }).seq, REEMBED_BATCH);
       }
-      if (batch.length > 0) await flush();
     }
     await this.#storage.transaction(() => this.#storage.dbs.meta.put(EMBEDDER_META_KEY, this.embedder.id));
   }

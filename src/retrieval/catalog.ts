@@ -97,6 +97,12 @@ export class Catalog {
   #totalTerms = 0;
   #maxSeq = 0;
 
+  /** Bytes allocated for the per-entry columns (spare capacity included): storage statistics. */
+  get memoryBytes(): number {
+    const columns = [this.#owner, this.#run, this.#user, this.#lane, this.#type, this.#importance, this.#flags, this.#occurrence, this.#created, this.#termCount, this.#author];
+    return columns.reduce((sum, column) => sum + column.byteLength, 0);
+  }
+
   get count(): number {
     return this.#count;
   }

@@ -31,6 +31,19 @@ export class SparseIndex {
   readonly #postings = new Map<string, PostingList>();
   /** Scores accumulated per seq during one query; reused so queries allocate little. */
   #scratch = new Float64Array(1024);
+  #postingCount = 0;
+
+  /** Postings held, one per (term, entry) pair: storage statistics. */
+  get postingCount(): number {
+    return this.#postingCount;
+  }
+
+  /** Bytes allocated for the posting lists (their typed arrays, spare capacity included). */
+  get memoryBytes(): number {
+    let bytes = 0;
+    for (const list of this.#postings.values()) bytes += list.seqs.byteLength + list.tfs.byteLength;
+    return bytes;
+  }
 
   add(seq: number, termFreqs: ReadonlyMap<string, number>): void {
     for (const [term, tf] of termFreqs) this.#addPosting(term, seq, tf);
@@ -53,6 +66,7 @@ export class SparseIndex {
     list.seqs[list.length] = seq;
     list.tfs[list.length] = Math.min(tf, 65535);
     list.length++;
+    this.#postingCount++;
   }
 
   /** Loads postings read from LMDB at start-up. */

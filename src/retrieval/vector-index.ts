@@ -23,6 +23,8 @@ interface Sidecar {
   readonly embedderId: string;
   readonly dimensions: number;
   readonly indexedUpTo: number;
+  /** The owner's `generation` when the graph was saved; absent for owners that do not track one. */
+  readonly generation?: number;
 }
 
 function dot(a: Float32Array, aOffset: number, b: Float32Array, dims: number): number {
@@ -43,9 +45,16 @@ export class VectorIndex {
   #indexedUpTo = 0;
   #maxSeq = 0;
   #pending: number[] = [];
+  /** Set when a seq is queued below the last queued one, so the queue is sorted before the next slice. */
+  #pendingUnsorted = false;
   #indexing = false;
   #dirty = false;
   #closed = false;
+  /**
+   * Set by owners whose vectors change in place (updates, deletes) or arrive out of seq order: a count of the
+   * writes the vectors reflect. A saved graph with another generation is stale and is rebuilt instead of loaded.
+   */
+  generation: number | undefined;
 
   constructor(dir: string, embedderId: string, dimensions: number, logger: Logger) {
     this.dimensions = dimensions;
@@ -77,17 +86,50 @@ export class VectorIndex {
     return this.#graph.size();
   }
 
+  /**
+   * Approximate bytes held in memory: the exact vectors, plus the graph's f16 vectors and its base-layer links
+   * (USearch does not report its own footprint). Storage statistics.
+   */
+  get memoryBytes(): number {
+    const graph = this.#graph.size() * (this.dimensions * 2 + this.#graph.connectivity() * 2 * 4);
+    return this.#matrix.byteLength + this.#present.byteLength + graph;
+  }
+
   get indexedUpTo(): number {
     return this.#indexedUpTo;
   }
 
-  /** Keeps a vector for exact search and queues it for the graph. */
+  /**
+   * Keeps a vector for exact search and queues it for the graph. Replacing the vector of a seq already in the graph,
+   * or adding one at or below the indexed mark (seqs assigned out of order), updates the graph at once.
+   */
   add(seq: number, vector: Float32Array): void {
     this.#ensureCapacity(seq + 1);
+    const wasPresent = this.#present[seq] === 1;
     this.#matrix.set(vector.subarray(0, this.dimensions), seq * this.dimensions);
     this.#present[seq] = 1;
     this.#maxSeq = Math.max(this.#maxSeq, seq);
-    if (seq > this.#indexedUpTo) this.#pending.push(seq);
+    const key = BigInt(seq);
+    if (seq <= this.#indexedUpTo || this.#graph.contains(key)) {
+      if (this.#graph.contains(key)) this.#graph.remove(key);
+      this.#graph.add(key, this.#row(seq));
+      this.#dirty = true;
+    } else if (!wasPresent) {
+      const last = this.#pending[this.#pending.length - 1];
+      if (last !== undefined && last > seq) this.#pendingUnsorted = true;
+      this.#pending.push(seq);
+    }
+  }
+
+  /** Forgets a vector: it is no longer searched, and leaves the graph. */
+  remove(seq: number): void {
+    if (seq >= this.#present.length || this.#present[seq] !== 1) return;
+    this.#present[seq] = 0;
+    const key = BigInt(seq);
+    if (this.#graph.contains(key)) {
+      this.#graph.remove(key);
+      this.#dirty = true;
+    }
   }
 
   #ensureCapacity(size: number): void {
@@ -107,6 +149,7 @@ export class VectorIndex {
     try {
       const sidecar = JSON.parse(fs.readFileSync(this.#sidecarFile, "utf8")) as Sidecar;
       if (sidecar.embedderId !== this.embedderId || sidecar.dimensions !== this.dimensions) return;
+      if (sidecar.generation !== this.generation) return;
       this.#graph.load(this.#graphFile);
       this.#indexedUpTo = sidecar.indexedUpTo;
       this.#pending = this.#pending.filter((seq) => seq > this.#indexedUpTo);
@@ -122,7 +165,15 @@ export class VectorIndex {
     this.#indexing = true;
     try {
       while (this.#pending.length > 0 && !this.#closed) {
-        const slice = this.#pending.splice(0, INDEX_SLICE).sort((a, b) => a - b);
+        if (this.#pendingUnsorted) {
+          this.#pending.sort((a, b) => a - b);
+          this.#pendingUnsorted = false;
+        }
+        // Seqs removed while queued are skipped; one removed and re-added may be queued twice, and is added once.
+        const slice = [...new Set(this.#pending.splice(0, INDEX_SLICE))]
+          .filter((seq) => this.#present[seq] === 1 && !this.#graph.contains(BigInt(seq)))
+          .sort((a, b) => a - b);
+        if (slice.length === 0) continue;
         const keys = new BigUint64Array(slice.map((seq) => BigInt(seq)));
         const vectors = new Float32Array(slice.length * this.dimensions);
         slice.forEach((seq, i) => vectors.set(this.#row(seq), i * this.dimensions));
@@ -151,7 +202,7 @@ export class VectorIndex {
     const tmp = `${this.#graphFile}.tmp`;
     this.#graph.save(tmp);
     fs.renameSync(tmp, this.#graphFile);
-    const sidecar: Sidecar = { embedderId: this.embedderId, dimensions: this.dimensions, indexedUpTo: this.#indexedUpTo };
+    const sidecar: Sidecar = { embedderId: this.embedderId, dimensions: this.dimensions, indexedUpTo: this.#indexedUpTo, generation: this.generation };
     fs.writeFileSync(`${this.#sidecarFile}.tmp`, JSON.stringify(sidecar));
     fs.renameSync(`${this.#sidecarFile}.tmp`, this.#sidecarFile);
     this.#dirty = false;

@@ -1,4 +1,5 @@
-// Opens the one LMDB environment under the data directory, its named databases and the schema version.
+// Opens the one LMDB environment under the data directory, its named databases and the schema version, and lets
+// maintenance swap a replacement environment in while writes are held back.
 import fs from "node:fs";
 import path from "node:path";
 import { open, type Database as LmdbDatabase, type Key, type RootDatabase } from "lmdb";
@@ -55,23 +56,96 @@ export interface Databases {
   readonly grants: LmdbDatabase<string, Key>;
 }
 
+/** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
+export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
+  meta: "meta",
+  users: "users",
+  keys: "keys",
+  entries: "entries",
+  entriesByOwnerRun: "entries_by_owner_run",
+  entriesByRun: "entries_by_run",
+  entriesByOwner: "entries_by_owner",
+  upserts: "upserts",
+  references: "references",
+  postings: "postings",
+  vectors: "vectors",
+  jobs: "ingest_jobs",
+  jobItems: "ingest_job_items",
+  jobQueue: "ingest_job_queue",
+  jobIdempotency: "ingest_job_idempotency",
+  jobsByRun: "ingest_jobs_by_run",
+  nodes: "core_nodes",
+  nodeVectors: "core_node_vectors",
+  nodesByOwnerRun: "core_nodes_by_owner_run",
+  scratchpad: "core_scratchpad",
+  coreSessions: "core_sessions",
+  coreSnapshots: "core_session_snapshots",
+  grants: "acl_grants",
+};
+
+const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);
+
+/** LMDB's data file inside an environment directory. */
+const DATA_FILE = "data.mdb";
+
+/** Methods that write outside a transaction callback when called there; they are refused unless `transaction` runs. */
+const WRITE_METHODS = ["put", "remove", "putSync", "removeSync", "ifNoExists", "ifVersion", "clearAsync", "clearSync", "drop", "dropSync"];
+
+export class StorageClosedError extends Error {}
+
+/** What `exclusive` hands its work: the environment to itself, and the means to replace it. */
+export interface ExclusiveAccess {
+  /** The current environment; no write runs on it until the work ends. */
+  readonly root: RootDatabase;
+  /** Empty directory where a replacement environment is built (e.g. `root.backup(stagingDir, true)`). */
+  readonly stagingDir: string;
+  /**
+   * Checks that the environment in `stagingDir` opens and holds the same databases with the same entry counts, then
+   * makes it the live environment: its data file atomically replaces the current one (which stays in place until
+   * then), and reads are served without a gap throughout. Throws, leaving the current environment live, if the copy
+   * does not verify.
+   */
+  swapInStaged(): Promise<void>;
+  /** Writes in one synchronous, durable transaction: the holder of exclusive access may, nobody else can meanwhile. */
+  writeSync<T>(fn: () => T): T;
+}
+
 /**
- * The LMDB environment and its databases. Every write goes through `transaction`, so that maintenance (a compacting
- * copy swapped in) can hold writes back with `exclusive` and none is lost. Handles are read through `root` and `dbs`
- * at call time because `exclusive` may reopen the environment.
+ * The LMDB environment and its databases.
+ *
+ * Every write goes through `transaction`: a put or remove made anywhere else throws, because it would slip past
+ * `exclusive` — it could land in an environment being copied after the copy was taken (and be lost at the swap), or
+ * hit a closed one. `exclusive` holds new transactions back (they wait, in order, none is lost), waits for those in
+ * flight, and gives its work the environment to itself; the work may replace the environment with `swapInStaged`.
+ *
+ * Handles must be read through `root` and `dbs` at call time, never kept across an await, and a range iterator must
+ * never be held across an await either (read a page synchronously, then continue from its last key): a swap closes
+ * the environment such handles and iterators belong to. Between two awaits `dbs` always belongs to an open
+ * environment holding every committed write.
  */
 export class Storage {
+  /** The environment directory. */
   readonly dir: string;
+  /** Where a replacement environment is staged; whatever a crash left there is deleted on open, never used. */
+  readonly stagingDir: string;
   #root: RootDatabase;
   #dbs: Databases;
+  /** The directory of the live environment: `dir`, or `stagingDir` if a swap failed half-way (see swapInStaged). */
+  #liveDir: string;
   #inFlight = 0;
   #idle: (() => void)[] = [];
   #gate: Promise<void> | undefined;
+  /** Non-zero while a write callback of ours runs (or exclusive work writes): only then may LMDB write. */
+  #writing = 0;
+  #closed = false;
 
   constructor(dir: string) {
     this.dir = dir;
+    this.stagingDir = `${dir}-staging`;
+    fs.rmSync(this.stagingDir, { recursive: true, force: true });
+    this.#liveDir = dir;
     this.#root = openRoot(dir);
-    this.#dbs = openDatabases(this.#root);
+    this.#dbs = this.#openDatabases(this.#root);
   }
 
   get root(): RootDatabase {
@@ -82,12 +156,18 @@ export class Storage {
     return this.#dbs;
   }
 
+  /** Size in bytes of the live environment's data file. */
+  dataFileBytes(): number {
+    return fileSize(path.join(this.dir, DATA_FILE));
+  }
+
   /** Runs `fn` in one write transaction; resolves with its result once the transaction is durable. */
   async transaction<T>(fn: () => T): Promise<T> {
     while (this.#gate !== undefined) await this.#gate;
+    if (this.#closed) throw new StorageClosedError("storage is closed");
     this.#inFlight++;
     try {
-      return await this.#root.transaction(fn);
+      return await this.#root.transaction(() => this.#allowWrites(fn));
     } finally {
       this.#inFlight--;
       if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
@@ -95,23 +175,47 @@ export class Storage {
   }
 
   /**
-   * Holds new writes back, waits for those in flight, then runs `work` with the environment to itself. `work` may
-   * replace the environment's files and asks for a reopen by returning true. Writes resume afterwards, in order.
+   * Holds new writes back, waits for those in flight and their flush, then runs `work` with the environment to
+   * itself. Writes resume afterwards, in the order they arrived, on whatever environment is then live.
    */
-  async exclusive(work: (root: RootDatabase) => Promise<boolean>): Promise<void> {
+  async exclusive<T>(work: (access: ExclusiveAccess) => Promise<T>): Promise<T> {
     while (this.#gate !== undefined) await this.#gate;
+    if (this.#closed) throw new StorageClosedError("storage is closed");
     let release!: () => void;
     this.#gate = new Promise<void>((resolve) => (release = resolve));
+    let active = true;
+    const ensureActive = (): void => {
+      if (!active) throw new Error("exclusive access has ended");
+    };
+    const liveRoot = (): RootDatabase => {
+      ensureActive();
+      return this.#root;
+    };
     try {
       if (this.#inFlight > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
       await this.#root.flushed;
-      const reopen = await work(this.#root);
-      if (reopen) {
-        await this.#root.close();
-        this.#root = openRoot(this.dir);
-        this.#dbs = openDatabases(this.#root);
+      if (this.#liveDir === this.dir) {
+        fs.rmSync(this.stagingDir, { recursive: true, force: true });
+        fs.mkdirSync(this.stagingDir, { recursive: true });
       }
+      return await work({
+        get root() {
+          return liveRoot();
+        },
+        stagingDir: this.stagingDir,
+        swapInStaged: async () => {
+          ensureActive();
+          await this.#swapInStaged();
+        },
+        writeSync: <R>(fn: () => R): R => {
+          ensureActive();
+          return this.#root.transactionSync(() => this.#allowWrites(fn));
+        },
+      });
     } finally {
+      active = false;
+      // The staging directory holds the replacement's lock file while it is live; only a healthy swap empties it.
+      if (this.#liveDir === this.dir) fs.rmSync(this.stagingDir, { recursive: true, force: true });
       this.#gate = undefined;
       release();
     }
@@ -119,40 +223,147 @@ export class Storage {
 
   async close(): Promise<void> {
     while (this.#gate !== undefined) await this.#gate;
+    if (this.#closed) return;
+    this.#closed = true;
     await this.#root.close();
+  }
+
+  #allowWrites<T>(fn: () => T): T {
+    this.#writing++;
+    try {
+      return fn();
+    } finally {
+      this.#writing--;
+    }
+  }
+
+  /**
+   * Swaps in the environment staged in `stagingDir`, in steps that leave a usable store after a crash at any point:
+   * until the rename, the old data file is intact and the staged copy is deleted on the next open; after it, the
+   * new data file is complete and durable. Reads never meet a closed environment: the staged copy (identical, since
+   * writes are held) serves them while the old environment closes, until the environment reopened on the new file
+   * takes over. The old environment must be closed before the reopen: lmdb-js would otherwise hand back the same
+   * environment, still mapping the old file, as both share the lock file.
+   */
+  async #swapInStaged(): Promise<void> {
+    if (this.#liveDir !== this.dir) throw new Error("a previous swap did not finish; restart the server before swapping again");
+    const stagedFile = path.join(this.stagingDir, DATA_FILE);
+    fsyncFile(stagedFile);
+    const old = this.#root;
+    const oldDbs = this.#dbs;
+    const staged = openRoot(this.stagingDir);
+    let stagedDbs: Databases;
+    try {
+      stagedDbs = this.#openDatabases(staged);
+      verifyCopy(oldDbs, stagedDbs);
+    } catch (e: unknown) {
+      await staged.close();
+      throw e;
+    }
+    this.#use(staged, stagedDbs, this.stagingDir);
+    try {
+      // Atomic: the path names the old complete file until it names the new one. The old environment keeps its
+      // (now unlinked) file mapped until it closes.
+      fs.renameSync(stagedFile, path.join(this.dir, DATA_FILE));
+    } catch (e: unknown) {
+      this.#use(old, oldDbs, this.dir);
+      await staged.close();
+      throw e;
+    }
+    fsyncDirectory(this.dir);
+    await old.close();
+    // The staged environment now maps the live data file and serves until the reopen; should the reopen fail, it
+    // stays live (its lock file in the staging directory, which is then kept) until a restart.
+    const reopened = openRoot(this.dir);
+    this.#use(reopened, undefined, this.dir);
+    await staged.close();
+  }
+
+  #use(root: RootDatabase, dbs: Databases | undefined, dir: string): void {
+    const opened = dbs ?? this.#openDatabases(root);
+    this.#root = root;
+    this.#dbs = opened;
+    this.#liveDir = dir;
+  }
+
+  #openDatabases(root: RootDatabase): Databases {
+    const allowed = (): boolean => this.#writing > 0;
+    guardWrites(root, allowed);
+    const dbs: Record<string, LmdbDatabase<unknown, Key>> = {};
+    for (const [field, name] of Object.entries(DATABASE_NAMES)) {
+      const db = root.openDB<unknown, Key>({ name, ...(BINARY_DATABASES.has(field as keyof Databases) ? { encoding: "binary" as const } : {}) });
+      guardWrites(db, allowed);
+      dbs[field] = db;
+    }
+    return dbs as unknown as Databases;
+  }
+
+  /** Start-up: records the schema version in a new store, refuses data written by another schema. */
+  checkSchema(): void {
+    const version = this.#dbs.meta.get("schema_version");
+    if (version === undefined) {
+      this.#allowWrites(() => this.#dbs.meta.putSync("schema_version", SCHEMA_VERSION));
+    } else if (version !== SCHEMA_VERSION) {
+      throw new SchemaVersionError(`data in ${this.dir} has schema version ${String(version)}; this build reads ${SCHEMA_VERSION}`);
+    }
   }
 }
 
 function openRoot(dir: string): RootDatabase {
-  return open({ path: dir, maxDbs: 64, compression: false });
+  // noSubdir false: lmdb-js would otherwise take a directory name with a dot for a file name.
+  return open({ path: dir, noSubdir: false, maxDbs: 64, compression: false });
 }
 
-function openDatabases(root: RootDatabase): Databases {
-  return {
-    meta: root.openDB({ name: "meta" }),
-    users: root.openDB({ name: "users" }),
-    keys: root.openDB({ name: "keys" }),
-    entries: root.openDB({ name: "entries" }),
-    entriesByOwnerRun: root.openDB({ name: "entries_by_owner_run" }),
-    entriesByRun: root.openDB({ name: "entries_by_run" }),
-    entriesByOwner: root.openDB({ name: "entries_by_owner" }),
-    upserts: root.openDB({ name: "upserts" }),
-    references: root.openDB({ name: "references" }),
-    postings: root.openDB({ name: "postings" }),
-    vectors: root.openDB({ name: "vectors", encoding: "binary" }),
-    jobs: root.openDB({ name: "ingest_jobs" }),
-    jobItems: root.openDB({ name: "ingest_job_items" }),
-    jobQueue: root.openDB({ name: "ingest_job_queue" }),
-    jobIdempotency: root.openDB({ name: "ingest_job_idempotency" }),
-    jobsByRun: root.openDB({ name: "ingest_jobs_by_run" }),
-    nodes: root.openDB({ name: "core_nodes" }),
-    nodeVectors: root.openDB({ name: "core_node_vectors", encoding: "binary" }),
-    nodesByOwnerRun: root.openDB({ name: "core_nodes_by_owner_run" }),
-    scratchpad: root.openDB({ name: "core_scratchpad" }),
-    coreSessions: root.openDB({ name: "core_sessions" }),
-    coreSnapshots: root.openDB({ name: "core_session_snapshots" }),
-    grants: root.openDB({ name: "acl_grants" }),
-  };
+/** Makes the write methods of one LMDB handle throw unless `allowed()`; lmdb-js's own writes run inside ours. */
+function guardWrites(db: object, allowed: () => boolean): void {
+  const methods = db as Record<string, unknown>;
+  for (const name of WRITE_METHODS) {
+    const original = methods[name];
+    if (typeof original !== "function") continue;
+    methods[name] = function guarded(this: unknown, ...args: unknown[]): unknown {
+      if (!allowed()) throw new Error(`LMDB ${name} outside Storage.transaction: it would bypass the write gate that compaction relies on`);
+      return Reflect.apply(original, this, args) as unknown;
+    };
+  }
+}
+
+/** The staged copy must hold every database with as many entries as the live one: writes are held meanwhile. */
+function verifyCopy(live: Databases, copy: Databases): void {
+  for (const field of Object.keys(DATABASE_NAMES) as (keyof Databases)[]) {
+    const expected = live[field].getStats() as { entryCount?: number };
+    const actual = copy[field].getStats() as { entryCount?: number };
+    if (expected.entryCount !== actual.entryCount) {
+      throw new Error(`compacted copy differs in ${DATABASE_NAMES[field]}: ${String(actual.entryCount)} entries, expected ${String(expected.entryCount)}`);
+    }
+  }
+  if (copy.meta.get("schema_version") !== live.meta.get("schema_version")) throw new Error("compacted copy has another schema version");
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+function fsyncFile(file: string): void {
+  const fd = fs.openSync(file, "r+");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Makes a rename inside `dir` durable. */
+function fsyncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export class SchemaVersionError extends Error {}
@@ -160,13 +371,7 @@ export class SchemaVersionError extends Error {}
 export function openStorage(dataDir: string): Storage {
   fs.mkdirSync(dataDir, { recursive: true });
   const storage = new Storage(path.join(dataDir, "lmdb"));
-  const { meta } = storage.dbs;
-  const version = meta.get("schema_version");
-  if (version === undefined) {
-    meta.putSync("schema_version", SCHEMA_VERSION);
-  } else if (version !== SCHEMA_VERSION) {
-    throw new SchemaVersionError(`data in ${storage.dir} has schema version ${String(version)}; this build reads ${SCHEMA_VERSION}`);
-  }
+  storage.checkSchema();
   return storage;
 }
 

@@ -169,12 +169,26 @@ export class EntryStore {
     for (const { key, value } of this.#storage.dbs.vectors.getRange()) yield { seq: key, vector: vectorFromBytes(value) };
   }
 
-  /** Every posting: start-up prewarms the sparse index from this. */
-  *allPostings(): Generator<{ term: string; seq: number; tf: number }> {
-    for (const { key, value } of this.#storage.dbs.postings.getRange()) {
+  /**
+   * Postings for the start-up prewarm of the sparse index: up to `limit` after `after` (from the first when
+   * undefined), read at once. Callers that await between pages continue from the last key rather than hold an
+   * iterator, which a storage swap would close.
+   */
+  postingsPage(after: { term: string; seq: number } | undefined, limit: number): { term: string; seq: number; tf: number }[] {
+    const range = after === undefined ? { limit } : { start: [after.term, after.seq], exclusiveStart: true, limit };
+    const page: { term: string; seq: number; tf: number }[] = [];
+    for (const { key, value } of this.#storage.dbs.postings.getRange(range)) {
       const [term, seq] = key as [string, number];
-      yield { term, seq, tf: value };
+      page.push({ term, seq, tf: value });
     }
+    return page;
+  }
+
+  /** Up to `limit` entries with a seq above `afterSeq`, in write order, read at once (see postingsPage). */
+  entriesPage(afterSeq: number, limit: number): EntryRecord[] {
+    const page: EntryRecord[] = [];
+    for (const { value } of this.#storage.dbs.entries.getRange({ start: afterSeq, exclusiveStart: true, limit })) page.push(value as EntryRecord);
+    return page;
   }
 
   /**

@@ -63,7 +63,7 @@ const prepared = (entry: NewEntry) => ({ entry, vector: new Float32Array(4), ter
 
 async function put(entries: NewEntry[], now?: number): Promise<EntryRecord[]> {
   if (now === undefined) return (await store.append(entries.map(prepared))).map((w) => w.record);
-  const written = await storage.root.transaction(() => store.writeInTransaction(entries.map(prepared), now));
+  const written = await storage.transaction(() => store.writeInTransaction(entries.map(prepared), now));
   return written.map((w) => w.record);
 }
 

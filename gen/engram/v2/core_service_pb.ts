@@ -45,8 +45,9 @@ export type InsertNodeRequest = Message<"engram.v2.InsertNodeRequest"> & {
   text: string;
 
   /**
-   * Pre-computed embedding, used as is. Its length must equal the index
-   * dimension (GetStorageStats `vector_dimension`).
+   * Pre-computed embedding, stored scaled to unit length (similarity is
+   * cosine). Its length must equal the index dimension (GetStorageStats
+   * `vector_dimension`); it must be finite and not all zeros.
    *
    * @generated from field: repeated float vector = 4;
    */
@@ -733,11 +734,16 @@ export type CommitCoreSessionRequest = Message<"engram.v2.CommitCoreSessionReque
   id: string;
 
   /**
-   * How a staged node update merges with the node's current version:
-   * `overwrite` (default when empty; the staged version replaces it),
-   * `average` (text and metadata from the session, vector the element-wise
-   * mean of both vectors) or `bundle` (like `average`, then scaled to unit
-   * length).
+   * What to do about conflicts (nodes changed or deleted outside the session
+   * since it staged them). Empty (the default) refuses the commit with
+   * ABORTED and applies nothing. Otherwise the commit goes ahead and a
+   * conflicting staged update is applied over the node's current version
+   * with `overwrite` (the staged version replaces it), `average` (text and
+   * metadata from the session, vector the element-wise mean of both
+   * vectors) or `bundle` (like `average`, then scaled to unit length;
+   * similarity is cosine, so both rank alike). With any strategy, a
+   * conflicting staged delete still deletes, and a staged update or delete
+   * of a node deleted meanwhile is skipped (`skipped_writes`).
    *
    * @generated from field: string merge_strategy = 2;
    */
@@ -773,7 +779,8 @@ export type CommitCoreSessionResponse = Message<"engram.v2.CommitCoreSessionResp
 
   /**
    * Engram design: staged updates or deletes skipped because their node was
-   * deleted outside the session meanwhile.
+   * deleted outside the session meanwhile (only with a `merge_strategy`;
+   * without one such a commit is refused).
    *
    * @generated from field: uint32 skipped_writes = 3;
    */
@@ -1322,7 +1329,7 @@ export const CheckPermissionResponseSchema: GenMessage<CheckPermissionResponse> 
  */
 export type SubscribeCoreEventsRequest = Message<"engram.v2.SubscribeCoreEventsRequest"> & {
   /**
-   * Which events to receive: `all` (every event on the caller's records),
+   * Which events to receive: `all` (every event the caller may read),
    * `node` (node events of `node_id`), `semantic` (`node.inserted` and
    * `node.updated` of nodes similar to `query_text`) or `session`
    * (`memory.added` of the scratchpad `session_id`). Required.
@@ -1663,7 +1670,8 @@ export type CoreNode = Message<"engram.v2.CoreNode"> & {
   text: string;
 
   /**
-   * The node's vector as indexed (given or embedded from `text`).
+   * The node's vector: the given one scaled to unit length, or the embedding
+   * of `text` (after an `average` merge, the mean of two such vectors).
    *
    * @generated from field: repeated float vector = 7;
    */
@@ -1705,7 +1713,8 @@ export type CoreNodeInput = Message<"engram.v2.CoreNodeInput"> & {
   text: string;
 
   /**
-   * Pre-computed embedding of the index dimension.
+   * Pre-computed embedding of the index dimension, stored scaled to unit
+   * length.
    *
    * @generated from field: repeated float vector = 4;
    */
@@ -1831,7 +1840,11 @@ export type ScratchpadEntry = Message<"engram.v2.ScratchpadEntry"> & {
   metadata: { [key: string]: string };
 
   /**
-   * Time of the write, unix milliseconds.
+   * Time of the write, unix milliseconds; strictly increasing within a
+   * scratchpad (a write in the same millisecond as the previous one gets the
+   * next millisecond), so `after_timestamp` pages without gaps. An entry
+   * staged in a session shows its staging time until the commit gives it
+   * the commit time.
    *
    * @generated from field: int64 timestamp = 8;
    */
@@ -1955,7 +1968,10 @@ export const StorageIndexStatsSchema: GenMessage<StorageIndexStats> = /*@__PURE_
  * requests, `txn_session_id` on scratchpad writes) is staged in the session
  * instead of being applied. Staged writes are visible only to calls that name
  * the session, emit no events, and are applied together, with their events,
- * by CommitCoreSession; DropCoreSession discards them.
+ * by CommitCoreSession; DropCoreSession discards them. A commit whose nodes
+ * were changed or deleted outside the session since it staged them is
+ * refused (ABORTED, HTTP 409) unless it names a merge strategy. Sessions and
+ * snapshots are stored durably: they survive a server restart.
  *
  * @generated from service engram.v2.CoreService
  */
@@ -2047,7 +2063,10 @@ export const CoreService: GenService<{
   },
   /**
    * Finds the caller's nodes nearest to a query text or vector by cosine
-   * similarity, best first.
+   * similarity, best first. With `run_id`, the run's nodes of other users who
+   * granted the caller `read` on the whole run are searched too (admins
+   * search every user's nodes of that run). With `session_id`, the session's
+   * staged writes replace the stored nodes they touch.
    * Policy: denied unless SERVICE_CORE_ENABLE_DIRECT_SEARCH=true.
    * Errors: INVALID_ARGUMENT (both or neither of `query_text` and `vector`,
    * `vector` of the wrong dimension, `filter_json` not a JSON object),
@@ -2096,8 +2115,9 @@ export const CoreService: GenService<{
     output: typeof ReadScratchpadResponseSchema;
   },
   /**
-   * Deletes every entry of the scratchpad of `session_id`, immediately
-   * (the SDK's ClearMemory). Emits no event.
+   * Deletes every stored entry of the scratchpad of `session_id`,
+   * immediately (the SDK's ClearMemory); writes staged in open sessions are
+   * kept. Emits no event.
    * Policy: denied unless opened by SERVICE_CORE_ALLOW_ALL or
    * SERVICE_CORE_ALLOWED_ROUTES.
    * Errors: INVALID_ARGUMENT (`session_id` empty), PERMISSION_DENIED (route
@@ -2126,14 +2146,27 @@ export const CoreService: GenService<{
     output: typeof CreateCoreSessionResponseSchema;
   },
   /**
-   * Applies the session's staged writes atomically, to its parent session
-   * when it has one, else to the store, emitting their events (only once
-   * they reach the store), and closes the session.
+   * Applies the session's staged writes atomically — all of them or none, in
+   * one durable write — to its parent session when it has one, else to the
+   * store, and closes the session. Events are emitted, in staging order,
+   * only once the writes reach the store (a child's writes wait for the
+   * commit of its top-level ancestor).
+   * Conflicts: the session remembers each node's version when it first
+   * staged the node. If, by the commit, such a node was updated or deleted
+   * outside the session (in the store, or in the parent session for a
+   * child), the commit is refused with ABORTED naming the nodes, and nothing
+   * changes: the store (or parent) is untouched and the session stays open
+   * with its staged writes, to be committed again with a `merge_strategy`
+   * or dropped. A staged insert conflicts only when its node already exists
+   * (a second session loaded from the same snapshot). Scratchpad writes never
+   * conflict.
    * Policy: denied unless opened by SERVICE_CORE_ALLOW_ALL or
    * SERVICE_CORE_ALLOWED_ROUTES.
    * Errors: INVALID_ARGUMENT (unknown `merge_strategy`), NOT_FOUND (`id` is
    * not an open session of the caller), FAILED_PRECONDITION (the session
-   * still has open child sessions), PERMISSION_DENIED (route not allowed).
+   * still has open child sessions), ABORTED (HTTP 409: conflicting writes
+   * and no `merge_strategy`), PERMISSION_DENIED (route not allowed, or the
+   * `write` grant on another user's staged node was revoked since).
    *
    * @generated from rpc engram.v2.CoreService.CommitCoreSession
    */
@@ -2159,7 +2192,9 @@ export const CoreService: GenService<{
   },
   /**
    * Saves the session's staged writes under a snapshot name so that
-   * LoadCoreSession can reopen them later; the session stays open.
+   * LoadCoreSession can reopen them later, also after a restart; the session
+   * stays open. A child session's snapshot also holds the staged writes of
+   * its parent sessions, so a session loaded from it sees what the child saw.
    * Policy: denied unless opened by SERVICE_CORE_ALLOW_ALL or
    * SERVICE_CORE_ALLOWED_ROUTES.
    * Errors: INVALID_ARGUMENT (`path` is not a valid snapshot name),
@@ -2175,7 +2210,10 @@ export const CoreService: GenService<{
   },
   /**
    * Opens a new top-level session holding the staged writes of a snapshot,
-   * on top of the store as it is now.
+   * on top of the store as it is now. The staged writes keep the node
+   * versions they were staged over, so committing the loaded session
+   * conflicts on nodes changed since the snapshot's writes were staged. Staged
+   * inserts keep their node ids.
    * Policy: denied unless opened by SERVICE_CORE_ALLOW_ALL or
    * SERVICE_CORE_ALLOWED_ROUTES.
    * Errors: INVALID_ARGUMENT (`path` empty), NOT_FOUND (no snapshot of the
@@ -2270,19 +2308,27 @@ export const CoreService: GenService<{
     output: typeof CheckPermissionResponseSchema;
   },
   /**
-   * Opens a live subscription to events on the caller's records and streams
+   * Opens a live subscription to events the caller may read and streams
    * them. The first message is always `subscribed`, carrying the
-   * `subscription_id`; then one message per matching event. Over HTTP the
-   * response is `text/event-stream`: each event is one `data:` line holding
-   * this message as JSON, then a blank line. The subscription lives
-   * as long as the connection (or gRPC call) and is removed when the client
-   * disconnects or cancels; UnsubscribeCoreEvents ends the stream from
-   * elsewhere.
+   * `subscription_id`; then one message per matching event, sent after its
+   * write commits, in commit order. Node events of another user's run
+   * arrive only while the caller holds a `read` grant on that run (or the
+   * node's lane); scratchpad events reach only the scratchpad's owner.
+   * Admins receive every user's events. Over HTTP the response is
+   * `text/event-stream`: each event is one `data:` line holding this message
+   * as JSON, then a blank line. The subscription lives as long as the
+   * connection (or gRPC call) and is removed when the client disconnects or
+   * cancels; UnsubscribeCoreEvents ends the stream from elsewhere. Writers
+   * never wait for subscribers: a client that reads so slowly that more
+   * than 1000 events wait for it is removed, and its stream ends with
+   * RESOURCE_EXHAUSTED (over HTTP, a last `data:` line
+   * `{"type":"error","code":"resource_exhausted","message":...}`).
    * Policy: denied unless SERVICE_CORE_ENABLE_DIRECT_PUBSUB=true.
-   * Errors: INVALID_ARGUMENT (unknown `filter_type`; `node_id` 0 with
-   * `node`, empty `query_text` with `semantic`, empty `session_id` with
-   * `session`), NOT_FOUND (`node_id` is not a node of the caller),
-   * PERMISSION_DENIED (flag off).
+   * Errors (before the first message; over HTTP a plain JSON error
+   * response): INVALID_ARGUMENT (missing or unknown `filter_type`; `node_id`
+   * 0 with `node`, empty `query_text` with `semantic`, empty `session_id`
+   * with `session`, `threshold` not a number), NOT_FOUND (`node_id` is not a
+   * node the caller may read), PERMISSION_DENIED (flag off).
    *
    * @generated from rpc engram.v2.CoreService.SubscribeCoreEvents
    */

@@ -189,7 +189,9 @@ export class HttpGateway {
           keepalive = setInterval(() => out.write(SSE_KEEPALIVE), KEEPALIVE_MS);
           keepalive.unref();
         }
-        out.write(sseData(text));
+        // Waiting for a slow reader here lets the stream's handler see backpressure (and bound its own queue)
+        // instead of the socket buffering without limit.
+        if (!out.write(sseData(text))) await out.drained();
       }
       if (!opened) out.openEventStream();
       out.end();

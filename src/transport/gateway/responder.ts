@@ -32,8 +32,24 @@ export class HttpResponder {
     if ("flushHeaders" in this.#res) this.#res.flushHeaders();
   }
 
-  write(chunk: string): void {
-    if (!this.closed) (this.#res as http.ServerResponse).write(chunk);
+  /** Writes a chunk; false when the socket's buffer is full and the caller should await `drained`. */
+  write(chunk: string): boolean {
+    return this.closed || (this.#res as http.ServerResponse).write(chunk);
+  }
+
+  /** Resolves once the buffered output has been flushed, or the response has closed. */
+  drained(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const res = this.#res as http.ServerResponse;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        res.off("drain", done);
+        res.off("close", done);
+        resolve();
+      };
+      res.once("drain", done);
+      res.once("close", done);
+    });
   }
 
   end(): void {

@@ -1,0 +1,45 @@
+// A core node as stored: its record (msgpack, schema version 1) and its vector kept apart as Float32 bytes.
+
+export interface NodeRecord {
+  readonly v: 1;
+  /** Server-assigned id from the `node` sequence; never reused. Exposed as a uint64. */
+  readonly id: number;
+  /** Auth user id of the key that created the node; updates by grantees keep it. */
+  readonly owner: number;
+  readonly runId: string;
+  readonly text: string;
+  /** A JSON object text. */
+  readonly metadataJson: string;
+  /** Unix milliseconds. */
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  /** 1 when created, +1 on every applied update: what sessions compare to detect conflicting commits. */
+  readonly version: number;
+}
+
+/** A node with its vector, as a read or a staged write sees it. */
+export interface NodeState {
+  readonly record: NodeRecord;
+  readonly vector: Float32Array;
+}
+
+/** The node id of a uint64 from the API, or undefined when it cannot name a node (beyond 2^53). */
+export function nodeIdOf(id: bigint): number | undefined {
+  return id > 0n && id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : undefined;
+}
+
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** A unit-length copy (cosine similarity is then a dot product); the zero vector stays zero. */
+export function unitCopy(vector: Float32Array): Float32Array {
+  let norm = 0;
+  for (const x of vector) norm += x * x;
+  const copy = Float32Array.from(vector);
+  if (norm > 0 && Math.abs(norm - 1) > 1e-6) {
+    const scale = 1 / Math.sqrt(norm);
+    for (let i = 0; i < copy.length; i++) copy[i] = (copy[i] as number) * scale;
+  }
+  return copy;
+}

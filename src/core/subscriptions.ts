@@ -1,0 +1,165 @@
+// Live core-event subscriptions: each has an unguessable id, an owner, a filter and a bounded queue, and is
+// registered server-wide until its stream ends. Events reach a subscription only when its caller may read them.
+import { randomBytes } from "node:crypto";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { AccessControl } from "../acl/access-control.js";
+import type { Principal } from "../auth/principal.js";
+import { cosine } from "../retrieval/embedder.js";
+import type { CoreEvent, CoreEventBus } from "./core-events.js";
+
+/** The one question the registry asks of the access grants. */
+export type ReadCheck = Pick<AccessControl, "allows">;
+
+export type CoreFilter =
+  | { readonly kind: "all" }
+  | { readonly kind: "node"; readonly nodeId: bigint }
+  | { readonly kind: "semantic"; readonly vector: Float32Array; readonly threshold: number }
+  | { readonly kind: "session"; readonly sessionId: string };
+
+/** An event matched by a subscription, with the similarity that let it through a `semantic` filter. */
+export interface Delivery {
+  readonly event: CoreEvent;
+  readonly similarity: number | undefined;
+}
+
+const SIMILARITY_EPSILON = 1e-6;
+
+/** A subscriber this far behind is ended rather than let its queue grow without bound. */
+export const MAX_PENDING_CORE_EVENTS = 1000;
+
+/** Whether the caller may see the event: node events by read access to the node's run and lane; scratchpad
+ * events only by their owner (or an admin). */
+function readable(acl: ReadCheck, caller: Principal, event: CoreEvent): boolean {
+  if (event.type === "memory.added" || event.runId === undefined) return caller.role === "admin" || caller.userId === event.owner;
+  return acl.allows(caller, event.owner, event.runId, event.lane ?? "", "read");
+}
+
+/** The delivery for this filter, or undefined when the event does not match it. */
+function match(filter: CoreFilter, runId: string, event: CoreEvent): Delivery | undefined {
+  // Scratchpad events have no run, so a run filter leaves them out.
+  if (runId !== "" && event.runId !== runId) return undefined;
+  switch (filter.kind) {
+    case "all":
+      return { event, similarity: undefined };
+    case "node":
+      return event.nodeId === filter.nodeId && event.type !== "memory.added" ? { event, similarity: undefined } : undefined;
+    case "session":
+      return event.type === "memory.added" && event.sessionId === filter.sessionId ? { event, similarity: undefined } : undefined;
+    case "semantic": {
+      if ((event.type !== "node.inserted" && event.type !== "node.updated") || event.vector === undefined) return undefined;
+      const similarity = cosine(filter.vector, event.vector);
+      // Float32 vectors put identical texts a hair below 1, so the floor allows for rounding.
+      return similarity >= filter.threshold - SIMILARITY_EPSILON ? { event, similarity } : undefined;
+    }
+  }
+}
+
+export class CoreSubscription {
+  readonly id: string;
+  readonly caller: Principal;
+  readonly filter: CoreFilter;
+  readonly runId: string;
+  readonly #queue: Delivery[] = [];
+  readonly #onClose: () => void;
+  #wake: (() => void) | undefined;
+  #failure: ConnectError | undefined;
+  #closed = false;
+
+  constructor(id: string, caller: Principal, filter: CoreFilter, runId: string, onClose: () => void) {
+    this.id = id;
+    this.caller = caller;
+    this.filter = filter;
+    this.runId = runId;
+    this.#onClose = onClose;
+  }
+
+  /** Unregisters the subscription; its stream ends normally once it notices. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#onClose();
+    this.#wake?.();
+  }
+
+  offer(event: CoreEvent): void {
+    if (this.#closed || this.#failure !== undefined) return;
+    const delivery = match(this.filter, this.runId, event);
+    if (delivery === undefined) return;
+    if (this.#queue.length >= MAX_PENDING_CORE_EVENTS) {
+      // Writers never wait for a subscriber: one that cannot keep up is ended with an error as its last event.
+      this.#failure = new ConnectError(
+        `subscription ${this.id} fell more than ${MAX_PENDING_CORE_EVENTS} events behind and was ended; subscribe again`,
+        Code.ResourceExhausted,
+      );
+      this.#queue.length = 0;
+      this.close();
+      return;
+    }
+    this.#queue.push(delivery);
+    this.#wake?.();
+  }
+
+  /** Queued and future deliveries until the signal aborts or the subscription is closed. */
+  async *deliveries(signal: AbortSignal): AsyncGenerator<Delivery> {
+    const onAbort = (): void => this.#wake?.();
+    signal.addEventListener("abort", onAbort);
+    try {
+      for (;;) {
+        if (this.#failure !== undefined) throw this.#failure;
+        if (signal.aborted || this.#closed) return;
+        const next = this.#queue.shift();
+        if (next !== undefined) {
+          yield next;
+          continue;
+        }
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+        this.#wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+export class SubscriptionRegistry {
+  readonly #acl: ReadCheck;
+  /** In creation order, so a caller's ids list oldest first. */
+  readonly #byId = new Map<string, CoreSubscription>();
+
+  constructor(bus: CoreEventBus, acl: ReadCheck) {
+    this.#acl = acl;
+    bus.listen((event) => this.#publish(event));
+  }
+
+  #publish(event: CoreEvent): void {
+    for (const subscription of this.#byId.values()) {
+      if (readable(this.#acl, subscription.caller, event)) subscription.offer(event);
+    }
+  }
+
+  /** Registers a subscription; events committed from now on are queued for it. The caller must close it. */
+  open(caller: Principal, filter: CoreFilter, runId: string): CoreSubscription {
+    const id = `sub_${randomBytes(18).toString("base64url")}`;
+    const subscription: CoreSubscription = new CoreSubscription(id, caller, filter, runId, () => this.#byId.delete(id));
+    this.#byId.set(id, subscription);
+    return subscription;
+  }
+
+  /** The ids of one user's active subscriptions, oldest first. */
+  idsOf(userId: number): string[] {
+    return [...this.#byId.values()].filter((s) => s.caller.userId === userId).map((s) => s.id);
+  }
+
+  /** Active subscriptions of every user. */
+  get total(): number {
+    return this.#byId.size;
+  }
+
+  /** Closes one of a user's subscriptions; false when the user has none with that id. */
+  close(userId: number, id: string): boolean {
+    const subscription = this.#byId.get(id);
+    if (subscription === undefined || subscription.caller.userId !== userId) return false;
+    subscription.close();
+    return true;
+  }
+}

@@ -1,0 +1,113 @@
+// Pubsub routes: subscribe (a server stream, SSE over HTTP) to core events the caller may read, list the
+// caller's subscriptions, and end one by id.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
+import type { SubscribeCoreEventsRequest, SubscribeCoreEventsResponseSchema } from "../../../gen/engram/v2/core_service_pb.js";
+import type { AccessControl } from "../../acl/access-control.js";
+import { callerOf } from "../../auth/principal.js";
+import type { CoreFilter, Delivery, SubscriptionRegistry } from "../../core/subscriptions.js";
+import { invalidArgument, notFound } from "../../platform/errors.js";
+import type { Embedder } from "../../retrieval/embedder.js";
+import { bounded, content, required } from "../memory/validate.js";
+import type { CoreHandlers } from "./core-service.js";
+
+export const DEFAULT_SEMANTIC_THRESHOLD = 0.8;
+const FILTER_TYPES = ["all", "node", "semantic", "session"] as const;
+
+/** Where a live node sits, for checking that the caller may watch it. */
+export interface NodeLocation {
+  readonly owner: number;
+  readonly runId: string;
+  readonly lane: string;
+}
+
+export interface PubsubDeps {
+  readonly registry: SubscriptionRegistry;
+  readonly acl: AccessControl;
+  readonly embedder: Embedder;
+  /** The owner, run and lane of a node that exists, or undefined. */
+  readonly locateNode: (nodeId: bigint) => NodeLocation | undefined;
+}
+
+type EventMessage = MessageInitShape<typeof SubscribeCoreEventsResponseSchema>;
+
+/** Validates the request into a filter; every problem is INVALID_ARGUMENT (or NOT_FOUND) before the stream opens. */
+async function filterOf(deps: PubsubDeps, req: SubscribeCoreEventsRequest, ctx: HandlerContext): Promise<CoreFilter> {
+  const type = req.filterType.trim().toLowerCase();
+  switch (type) {
+    case "":
+      throw invalidArgument("filter_type", `is required: one of ${FILTER_TYPES.join(", ")}`);
+    case "all":
+      return { kind: "all" };
+    case "node": {
+      if (req.nodeId === 0n) throw invalidArgument("node_id", "is required when filter_type is node");
+      const node = deps.locateNode(req.nodeId);
+      // Another user's node answers as if it did not exist, unless the caller may read it.
+      if (node === undefined || !deps.acl.allows(callerOf(ctx), node.owner, node.runId, node.lane, "read")) {
+        throw notFound(`node ${req.nodeId}`);
+      }
+      return { kind: "node", nodeId: req.nodeId };
+    }
+    case "semantic": {
+      const text = content("query_text", req.queryText);
+      const threshold = req.threshold ?? DEFAULT_SEMANTIC_THRESHOLD;
+      if (Number.isNaN(threshold)) throw invalidArgument("threshold", "must be a number");
+      const [vector] = await deps.embedder.embed([text]);
+      if (vector === undefined) throw new Error("embedder returned no vector");
+      return { kind: "semantic", vector, threshold: Math.min(1, Math.max(0, threshold)) };
+    }
+    case "session":
+      return { kind: "session", sessionId: required("session_id", req.sessionId) };
+    default:
+      throw invalidArgument("filter_type", `must be one of ${FILTER_TYPES.join(", ")}; got "${req.filterType}"`);
+  }
+}
+
+/** The event as the spec shapes it: only the fields of its type are set. */
+function messageOf({ event, similarity }: Delivery): EventMessage {
+  switch (event.type) {
+    case "node.inserted":
+    case "node.updated":
+      return {
+        type: event.type,
+        nodeId: event.nodeId,
+        runId: event.runId,
+        metadataJson: event.metadataJson,
+        createdAt: event.createdAt,
+        updatedAt: event.updatedAt,
+        similarity,
+      };
+    case "node.deleted":
+      return { type: event.type, nodeId: event.nodeId };
+    case "memory.added":
+      return { type: event.type, sessionId: event.sessionId, entryJson: event.entryJson };
+  }
+}
+
+export function pubsubHandlers(deps: PubsubDeps): CoreHandlers {
+  return {
+    async *subscribeCoreEvents(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = bounded("run_id", req.runId);
+      const filter = await filterOf(deps, req, ctx);
+      // Registered before `subscribed` is sent, so no event committed after the client sees its id is missed.
+      const subscription = deps.registry.open(caller, filter, runId);
+      try {
+        yield { type: "subscribed", subscriptionId: subscription.id };
+        for await (const delivery of subscription.deliveries(ctx.signal)) yield messageOf(delivery);
+      } finally {
+        subscription.close();
+      }
+    },
+
+    async unsubscribeCoreEvents(req, ctx) {
+      const id = required("subscription_id", req.subscriptionId);
+      if (!deps.registry.close(callerOf(ctx).userId, id)) throw notFound(`subscription "${id}"`);
+      return { success: true };
+    },
+
+    async listCoreSubscriptions(_req, ctx) {
+      return { subscriptionIds: deps.registry.idsOf(callerOf(ctx).userId), total: deps.registry.total };
+    },
+  };
+}
