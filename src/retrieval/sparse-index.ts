@@ -133,14 +133,14 @@ export class SparseIndex {
         this.#scratch[seq] = current + bm25(list, i, seq, weight, idf);
       }
     }
-    const hits: SparseHit[] = [];
+    // Keep the best k in a min-heap rather than sorting every touched entry.
+    const heap = new TopK(k);
     for (const seq of touched) {
       const score = this.#scratch[seq] as number;
-      if (score > 0) hits.push({ seq, score });
+      if (score > 0) heap.offer(seq, score);
       this.#scratch[seq] = 0;
     }
-    hits.sort((a, b) => b.score - a.score || b.seq - a.seq);
-    return hits.length > k ? hits.slice(0, k) : hits;
+    return heap.sorted();
   }
 
   #growScratch(size: number): void {
@@ -162,4 +162,52 @@ function indexOf(list: PostingList, seq: number): number {
     else hi = mid - 1;
   }
   return -1;
+}
+
+/** The k best (score, then newer seq) of a stream, by a binary min-heap whose root is the weakest kept hit. */
+class TopK {
+  readonly #k: number;
+  readonly #heap: SparseHit[] = [];
+
+  constructor(k: number) {
+    this.#k = k;
+  }
+
+  static #weaker(a: SparseHit, b: SparseHit): boolean {
+    return a.score < b.score || (a.score === b.score && a.seq < b.seq);
+  }
+
+  offer(seq: number, score: number): void {
+    const heap = this.#heap;
+    const hit = { seq, score };
+    if (heap.length < this.#k) {
+      heap.push(hit);
+      let i = heap.length - 1;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (!TopK.#weaker(heap[i] as SparseHit, heap[parent] as SparseHit)) break;
+        [heap[i], heap[parent]] = [heap[parent] as SparseHit, heap[i] as SparseHit];
+        i = parent;
+      }
+      return;
+    }
+    if (this.#k === 0 || !TopK.#weaker(heap[0] as SparseHit, hit)) return;
+    heap[0] = hit;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let weakest = i;
+      if (left < heap.length && TopK.#weaker(heap[left] as SparseHit, heap[weakest] as SparseHit)) weakest = left;
+      if (right < heap.length && TopK.#weaker(heap[right] as SparseHit, heap[weakest] as SparseHit)) weakest = right;
+      if (weakest === i) return;
+      [heap[i], heap[weakest]] = [heap[weakest] as SparseHit, heap[i] as SparseHit];
+      i = weakest;
+    }
+  }
+
+  /** The kept hits, best first. */
+  sorted(): SparseHit[] {
+    return [...this.#heap].sort((a, b) => b.score - a.score || b.seq - a.seq);
+  }
 }

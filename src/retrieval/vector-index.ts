@@ -69,7 +69,7 @@ export class VectorIndex {
       quantization: usearch.ScalarKind.F16,
       connectivity: 16,
       expansion_add: 64,
-      expansion_search: 64,
+      expansion_search: 256,
       multi: false,
     });
   }
