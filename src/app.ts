@@ -97,11 +97,10 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(RunsService, runsService(memoryDeps));
   router.service(EventsService, eventsService(events));
   const coreEvents = new CoreEventBus();
-  void coreEvents; // listened to by the pubsub routes and fed by the node and scratchpad routes (being wired)
-  // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
   const subscriptions = new SubscriptionRegistry(coreEvents, acl);
   const compactor = new Compactor(storage, logger);
   const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
+  // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
   const coreParts: CoreHandlers[] = [aclHandlers(acl, users), pubsubHandlers({ registry: subscriptions, acl, embedder, locateNode: (id) => core.locateNode(id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
   coreParts.push(...dataPlaneHandlers(core));
   router.service(CoreService, coreService(coreParts));

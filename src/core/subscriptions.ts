@@ -24,8 +24,11 @@ export interface Delivery {
 
 const SIMILARITY_EPSILON = 1e-6;
 
-/** A subscriber this far behind is ended rather than let its queue grow without bound. */
-export const MAX_PENDING_CORE_EVENTS = 1000;
+/**
+ * A subscriber this far behind is ended rather than let its queue grow without bound. One commit can publish a
+ * whole batch_insert (1000 events) at once, so the bound leaves room for several such bursts.
+ */
+export const MAX_PENDING_CORE_EVENTS = 10_000;
 
 /** Whether the caller may see the event: node events by read access to the node's run and lane; scratchpad
  * events only by their owner (or an admin). */

@@ -2320,7 +2320,7 @@ export const CoreService: GenService<{
    * connection (or gRPC call) and is removed when the client disconnects or
    * cancels; UnsubscribeCoreEvents ends the stream from elsewhere. Writers
    * never wait for subscribers: a client that reads so slowly that more
-   * than 1000 events wait for it is removed, and its stream ends with
+   * than 10000 events wait for it is removed, and its stream ends with
    * RESOURCE_EXHAUSTED (over HTTP, a last `data:` line
    * `{"type":"error","code":"resource_exhausted","message":...}`).
    * Policy: denied unless SERVICE_CORE_ENABLE_DIRECT_PUBSUB=true.
