@@ -7,8 +7,6 @@ import { VectorIndex, type DenseHit } from "../retrieval/vector-index.js";
 import { unitCopy, type NodeRecord } from "./node-record.js";
 import type { NodeStore } from "./node-store.js";
 
-/** The graph is saved at most this often while writes arrive, and on shutdown. */
-const SAVE_INTERVAL_MS = 30_000;
 
 export interface Placement {
   readonly owner: number;
@@ -37,7 +35,6 @@ export class NodeIndex {
   readonly #byRun = new Map<string, Set<number>>();
   /** Ascending copies of the sets above (the vector index wants ascending lists), dropped when a set changes. */
   readonly #sorted = new Map<string, number[]>();
-  #saveTimer: NodeJS.Timeout | undefined;
 
   constructor(dataDir: string, embedder: Embedder, logger: Logger) {
     this.#logger = logger;
@@ -80,7 +77,7 @@ export class NodeIndex {
   committed(generation: number): void {
     this.dense.generation = generation;
     void this.dense.indexPending();
-    this.#scheduleSave();
+    this.dense.saveSoon();
   }
 
   #put(record: NodeRecord, vector: Float32Array): void {
@@ -133,17 +130,8 @@ export class NodeIndex {
     return this.dense.search(query, lists, accept, k);
   }
 
-  #scheduleSave(): void {
-    if (this.#saveTimer !== undefined) return;
-    this.#saveTimer = setTimeout(() => {
-      this.#saveTimer = undefined;
-      this.dense.save();
-    }, SAVE_INTERVAL_MS);
-    this.#saveTimer.unref();
-  }
 
   close(): void {
-    if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
     this.dense.close();
   }
 }

@@ -15,8 +15,6 @@ import { terms } from "../retrieval/text.js";
 const EMBEDDER_META_KEY = "embedder_id";
 const REEMBED_BATCH = 512;
 const PREWARM_SLICE = 100_000;
-/** The vector graph is saved at most this often while writes arrive, and on shutdown. */
-const SAVE_INTERVAL_MS = 30_000;
 
 export function termFrequencies(text: string): Map<string, number> {
   const counts = new Map<string, number>();
@@ -33,7 +31,6 @@ export class MemoryIndex {
   readonly #storage: Storage;
   readonly #entries: EntryStore;
   readonly #logger: Logger;
-  #saveTimer: NodeJS.Timeout | undefined;
 
   constructor(storage: Storage, entries: EntryStore, embedder: Embedder, logger: Logger) {
     this.#storage = storage;
@@ -66,17 +63,9 @@ export class MemoryIndex {
       if (superseded !== undefined) this.catalog.markStale(superseded.seq);
     });
     void this.dense.indexPending();
-    this.#scheduleSave();
+    this.dense.saveSoon();
   }
 
-  #scheduleSave(): void {
-    if (this.#saveTimer !== undefined) return;
-    this.#saveTimer = setTimeout(() => {
-      this.#saveTimer = undefined;
-      this.dense.save();
-    }, SAVE_INTERVAL_MS);
-    this.#saveTimer.unref();
-  }
 
   /**
    * Start-up, first step: re-embeds stored entries if the embedder changed, then loads the catalog, the vectors and
@@ -130,7 +119,6 @@ export class MemoryIndex {
   }
 
   close(): void {
-    if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
     this.dense.close();
   }
 }

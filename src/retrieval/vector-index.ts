@@ -16,6 +16,8 @@ const usearch = createRequire(import.meta.url)("usearch") as typeof Usearch;
 
 /** Below this many admissible candidates, exact search over them is cheaper and exact. */
 const EXACT_SEARCH_LIMIT = 6000;
+/** The graph is saved at most this often while writes arrive, and on close. */
+const SAVE_INTERVAL_MS = 30_000;
 /** Graph additions are made in slices so that queries are never blocked for long. */
 const INDEX_SLICE = 64;
 
@@ -50,6 +52,7 @@ export class VectorIndex {
   #indexing = false;
   #dirty = false;
   #closed = false;
+  #saveTimer: NodeJS.Timeout | undefined;
   /**
    * Set by owners whose vectors change in place (updates, deletes) or arrive out of seq order: a count of the
    * writes the vectors reflect. A saved graph with another generation is stale and is rebuilt instead of loaded.
@@ -209,8 +212,19 @@ export class VectorIndex {
     this.#logger.debug({ size: this.size, indexed_up_to: this.#indexedUpTo }, "vector graph saved");
   }
 
+  /** Saves within SAVE_INTERVAL_MS, once however many changes arrive meanwhile; close() saves at once. */
+  saveSoon(): void {
+    if (this.#saveTimer !== undefined || this.#closed) return;
+    this.#saveTimer = setTimeout(() => {
+      this.#saveTimer = undefined;
+      this.save();
+    }, SAVE_INTERVAL_MS);
+    this.#saveTimer.unref();
+  }
+
   close(): void {
     this.#closed = true;
+    if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
     this.save();
   }
 

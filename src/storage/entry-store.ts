@@ -51,6 +51,26 @@ export interface EntryRecord {
 /** What a caller supplies; the store assigns the rest. */
 export type NewEntry = Omit<EntryRecord, "v" | "seq" | "id" | "createdAt" | "supersededBy" | "referenceId" | "termCount">;
 
+/** A new entry with the defaults of a plain write: no lesson fields, medium importance, no lane or upsert key. */
+export function newEntry(fields: Pick<NewEntry, "owner" | "runId" | "entryType" | "content" | "occurrenceTime"> & Partial<NewEntry>): NewEntry {
+  return {
+    agentId: "",
+    userId: "",
+    lessonScope: "",
+    lessonType: "",
+    importance: "medium",
+    metadataJson: "{}",
+    lane: "",
+    upsertKey: "",
+    source: "agent",
+    contentType: "text/plain",
+    envTags: [],
+    derived: false,
+    confidence: 1,
+    ...fields,
+  };
+}
+
 export interface PreparedEntry {
   readonly entry: NewEntry;
   readonly vector: Float32Array;

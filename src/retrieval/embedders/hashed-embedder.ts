@@ -1,16 +1,8 @@
 // The embedded default: feature hashing of stemmed words, word bigrams and character trigrams. Offline, no model.
 import { normalize, type Embedder } from "../embedder.js";
 import { terms } from "../text.js";
+import { fnv1a } from "../hash.js";
 
-/** 32-bit FNV-1a: a fast, stable hash so vectors are identical across restarts and machines. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
 
 export class HashedEmbedder implements Embedder {
   readonly id: string;

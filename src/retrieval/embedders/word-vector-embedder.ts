@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { stemmer } from "stemmer";
 import { eng as englishStopwords } from "stopword";
 import type { Embedder } from "../embedder.js";
+import { fnv1a } from "../hash.js";
 
 /** Where the asset lives relative to the project root; scripts/derive-word-vectors.mjs documents its format. */
 export const WORD_VECTORS_ASSET = "assets/word-vectors/sg100d-100k.bin";
@@ -26,15 +27,6 @@ const TOKEN = /[\p{L}\p{N}]+/gu;
 /** Characters that may sit between a sentence's end and its first word. */
 const OPENERS = new Set([" ", "\t", "\r", '"', "'", "(", "[", "“", "‘", "*", "-"]);
 
-/** 32-bit FNV-1a, as in the hashed embedder: stable across restarts and machines. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
 
 /**
  * Whether a token reads as a name: capitalised, and either inside a sentence or labelling a line ("Mel: …").

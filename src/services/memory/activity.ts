@@ -12,7 +12,8 @@ import { callerOf, isAdmin } from "../../auth/principal.js";
 import type { AccessControl, GrantedRun } from "../../acl/access-control.js";
 import type { EventBus } from "../../events/event-bus.js";
 import { invalidArgument } from "../../platform/errors.js";
-import { ENTRY_TYPES, type EntryRecord, type EntryStore, type EntryType, type NewEntry } from "../../storage/entry-store.js";
+import { newEntry, type EntryRecord, type EntryStore, type EntryType, type NewEntry } from "../../storage/entry-store.js";
+import { bounded, content, entryTypeFilter, required } from "./validate.js";
 
 /** Page size bounds of ListActivity; an omitted or 0 limit resolves to the minimum. */
 export const MIN_PAGE_SIZE = 1;
@@ -26,9 +27,6 @@ export const COMPACT_CONTENT_CHARS = 200;
  */
 export const MAX_EXPORT_ENTRIES = 100_000;
 export const MAX_EXPORT_CHARS = 128 * 1024 * 1024;
-/** Run ids are parts of LMDB keys, whose size is bounded. */
-const MAX_ID_LENGTH = 256;
-const MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_PAGE_TOKEN_LENGTH = 512;
 
 type Sort = "asc" | "desc";
@@ -104,16 +102,6 @@ export function firstCharacters(text: string, max: number): string {
   return text.slice(0, end);
 }
 
-function required(field: string, value: string): string {
-  if (value.trim() === "") throw invalidArgument(field, "is required");
-  return value;
-}
-
-function bounded(field: string, value: string): string {
-  if (value.length > MAX_ID_LENGTH) throw invalidArgument(field, `must be at most ${MAX_ID_LENGTH} characters`);
-  return value;
-}
-
 function sortOf(value: string): Sort {
   if (value === "" || value === "desc") return "desc";
   if (value === "asc") return "asc";
@@ -126,14 +114,6 @@ function projectionOf(value: string): Projection {
   throw invalidArgument("projection", `must be "full" or "compact"; got "${value}"`);
 }
 
-function entryTypesOf(values: readonly string[]): ReadonlySet<EntryType> | undefined {
-  if (values.length === 0) return undefined;
-  const known = new Set<string>(ENTRY_TYPES);
-  for (const value of values) {
-    if (!known.has(value)) throw invalidArgument("entry_types", `unknown entry type "${value}"; known: ${ENTRY_TYPES.join(", ")}`);
-  }
-  return new Set(values as EntryType[]);
-}
 
 function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext, acl: AccessControl | undefined): ActivityQuery {
   const caller = callerOf(ctx);
@@ -144,7 +124,7 @@ function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext
     runId,
     userId: req.userId,
     agentId: req.agentId,
-    entryTypes: entryTypesOf(req.entryTypes),
+    entryTypes: entryTypeFilter("entry_types", req.entryTypes),
     createdAfter: req.createdAfter === "" ? undefined : parseRfc3339("created_after", req.createdAfter),
     createdBefore: req.createdBefore === "" ? undefined : parseRfc3339("created_before", req.createdBefore),
     excludeDerived,
@@ -330,21 +310,17 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       const activity = req.activity;
       if (activity === undefined) throw invalidArgument("activity", "is required");
       const type = bounded("activity.type", required("activity.type", activity.type));
-      const payload = required("activity.payload", activity.payload);
-      if (Buffer.byteLength(payload, "utf8") > MAX_PAYLOAD_BYTES) throw invalidArgument("activity.payload", "is larger than 1 MiB");
+      const payload = content("activity.payload", activity.payload);
       const agentId = activity.agentId !== "" ? bounded("activity.agent_id", activity.agentId) : bounded("agent_id", req.agentId);
       const occurredAt = activity.ts === "" ? Date.now() : parseRfc3339("activity.ts", activity.ts);
-      const record = await write({
+      const record = await write(
+        newEntry({
         owner: caller.userId,
         runId,
         agentId,
-        userId: "",
         entryType: "trace",
         // As documented on AppendActivity: content is the payload, the rest of the record is metadata.
         content: payload,
-        lessonScope: "",
-        lessonType: "",
-        importance: "medium",
         metadataJson: JSON.stringify({
           activity_type: type,
           tool_name: activity.toolName,
@@ -352,15 +328,9 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
           output_ref: activity.outputRef,
           ts: activity.ts === "" ? new Date(occurredAt).toISOString() : activity.ts,
         }),
-        lane: "",
         occurrenceTime: Math.floor(occurredAt / 1000),
-        upsertKey: "",
-        source: "agent",
-        contentType: "text/plain",
-        envTags: [],
-        derived: false,
-        confidence: 1,
-      });
+        }),
+      );
       events?.publish({
         type: "activity.appended",
         owner: record.owner,

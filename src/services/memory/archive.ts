@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
-import { IMPORTANCE_LEVELS, type NewEntry } from "../../storage/entry-store.js";
+import { IMPORTANCE_LEVELS, newEntry } from "../../storage/entry-store.js";
 import { countTokens } from "../../retrieval/context/token-counter.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry } from "./evidence.js";
@@ -25,15 +25,13 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
       const runId = required("run_id", req.runId);
       const text = content("content", req.content);
       const family = bounded("family", req.family);
-      const entry: NewEntry = {
+      const entry = newEntry({
         owner: caller.userId,
         runId,
         agentId: bounded("agent_id", req.agentId),
         userId: bounded("user_id", req.userId),
         entryType: "archive_block",
         content: text,
-        lessonScope: "",
-        lessonType: "",
         importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
         metadataJson: withKeys(jsonObject("metadata_json", req.metadataJson), {
           artifact_kind: bounded("artifact_kind", req.artifactKind) || "text",
@@ -43,16 +41,10 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
           labels: req.labels.map((l, i) => bounded(`labels[${i}]`, l)),
           family,
         }),
-        lane: "",
         occurrenceTime: Math.floor(Date.now() / 1000),
         // A newer block of the same family supersedes the older one.
         upsertKey: family === "" ? "" : `archive:${family}`,
-        source: "agent",
-        contentType: "text/plain",
-        envTags: [],
-        derived: false,
-        confidence: 1,
-      };
+      });
       const [written] = await deps.writer.write([{ entry }], "archive");
       if (written === undefined) throw new Error("write returned no entry");
       return {
@@ -79,26 +71,17 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
       const caller = callerOf(ctx);
       const runId = required("run_id", req.runId);
       const snapshot = content("context_snapshot", req.contextSnapshot);
-      const entry: NewEntry = {
+      const entry = newEntry({
         owner: caller.userId,
         runId,
         agentId: bounded("agent_id", req.agentId),
         userId: bounded("user_id", req.userId),
         entryType: "checkpoint",
         content: snapshot,
-        lessonScope: "",
-        lessonType: "",
         importance: "high",
         metadataJson: withKeys(jsonObject("metadata_json", req.metadataJson), { label: bounded("label", req.label) }),
-        lane: "",
         occurrenceTime: Math.floor(Date.now() / 1000),
-        upsertKey: "",
-        source: "agent",
-        contentType: "text/plain",
-        envTags: [],
-        derived: false,
-        confidence: 1,
-      };
+      });
       const [written] = await deps.writer.write([{ entry }], "checkpoint");
       if (written === undefined) throw new Error("write returned no entry");
       const tokens = countTokens(snapshot);

@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
 import { invalidArgument } from "../../platform/errors.js";
-import { IMPORTANCE_LEVELS } from "../../storage/entry-store.js";
+import { IMPORTANCE_LEVELS, newEntry } from "../../storage/entry-store.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
@@ -29,7 +29,7 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const [written] = await deps.writer.write(
         [
           {
-            entry: {
+            entry: newEntry({
               owner: caller.userId,
               runId: sessionId,
               agentId: req.agentId,
@@ -40,15 +40,8 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
               lessonType: intent === "lesson" ? "observation" : "",
               importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
               metadataJson: jsonObject("metadata_json", req.metadataJson),
-              lane: "",
               occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
-              upsertKey: "",
-              source: "agent",
-              contentType: "text/plain",
-              envTags: [],
-              derived: false,
-              confidence: 1,
-            },
+            }),
           },
         ],
         "remember",
