@@ -6,6 +6,7 @@ import type { AccessControl } from "../acl/access-control.js";
 import type { Principal } from "../auth/principal.js";
 import { cosine } from "../retrieval/embedder.js";
 import type { CoreEvent, CoreEventBus } from "./core-events.js";
+import { DeliveryQueue } from "../events/delivery-queue.js";
 
 /** The one question the registry asks of the access grants. */
 export type ReadCheck = Pick<AccessControl, "allows">;
@@ -62,11 +63,8 @@ export class CoreSubscription {
   readonly caller: Principal;
   readonly filter: CoreFilter;
   readonly runId: string;
-  readonly #queue: Delivery[] = [];
+  readonly #queue = new DeliveryQueue<Delivery>(MAX_PENDING_CORE_EVENTS);
   readonly #onClose: () => void;
-  #wake: (() => void) | undefined;
-  #failure: ConnectError | undefined;
-  #closed = false;
 
   constructor(id: string, caller: Principal, filter: CoreFilter, runId: string, onClose: () => void) {
     this.id = id;
@@ -78,49 +76,30 @@ export class CoreSubscription {
 
   /** Unregisters the subscription; its stream ends normally once it notices. Idempotent. */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.#queue.closed) return;
+    this.#queue.close();
     this.#onClose();
-    this.#wake?.();
   }
 
   offer(event: CoreEvent): void {
-    if (this.#closed || this.#failure !== undefined) return;
+    if (this.#queue.closed) return;
     const delivery = match(this.filter, this.runId, event);
     if (delivery === undefined) return;
-    if (this.#queue.length >= MAX_PENDING_CORE_EVENTS) {
-      // Writers never wait for a subscriber: one that cannot keep up is ended with an error as its last event.
-      this.#failure = new ConnectError(
-        `subscription ${this.id} fell more than ${MAX_PENDING_CORE_EVENTS} events behind and was ended; subscribe again`,
-        Code.ResourceExhausted,
-      );
-      this.#queue.length = 0;
-      this.close();
-      return;
-    }
-    this.#queue.push(delivery);
-    this.#wake?.();
+    // Writers never wait for a subscriber: one that cannot keep up is ended with an error as its last event.
+    this.#queue.push(
+      delivery,
+      () =>
+        new ConnectError(
+          `subscription ${this.id} fell more than ${MAX_PENDING_CORE_EVENTS} events behind and was ended; subscribe again`,
+          Code.ResourceExhausted,
+        ),
+    );
+    if (this.#queue.closed) this.#onClose();
   }
 
   /** Queued and future deliveries until the signal aborts or the subscription is closed. */
-  async *deliveries(signal: AbortSignal): AsyncGenerator<Delivery> {
-    const onAbort = (): void => this.#wake?.();
-    signal.addEventListener("abort", onAbort);
-    try {
-      for (;;) {
-        if (this.#failure !== undefined) throw this.#failure;
-        if (signal.aborted || this.#closed) return;
-        const next = this.#queue.shift();
-        if (next !== undefined) {
-          yield next;
-          continue;
-        }
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-        this.#wake = undefined;
-      }
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-    }
+  deliveries(signal: AbortSignal): AsyncGenerator<Delivery> {
+    return this.#queue.drain(signal);
   }
 }
 

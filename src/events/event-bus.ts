@@ -1,5 +1,6 @@
 // In-process fan-out of control events to live subscribers, in publish order, with a bounded queue each.
 import { Code, ConnectError } from "@connectrpc/connect";
+import { DeliveryQueue } from "./delivery-queue.js";
 
 export interface ControlEvent {
   readonly id: string;
@@ -34,11 +35,8 @@ function matches(filter: EventFilter, event: ControlEvent): boolean {
 
 export class Subscription {
   readonly filter: EventFilter;
-  readonly #queue: ControlEvent[] = [];
+  readonly #queue = new DeliveryQueue<ControlEvent>(MAX_PENDING_EVENTS);
   readonly #onClose: () => void;
-  #wake: (() => void) | undefined;
-  #failure: ConnectError | undefined;
-  #closed = false;
 
   constructor(filter: EventFilter, onClose: () => void) {
     this.filter = filter;
@@ -46,38 +44,17 @@ export class Subscription {
   }
 
   close(): void {
-    this.#closed = true;
+    this.#queue.close();
     this.#onClose();
-    this.#wake?.();
   }
 
   push(event: ControlEvent): void {
-    if (this.#queue.length >= MAX_PENDING_EVENTS) {
-      this.#failure = new ConnectError("subscriber fell more than 1000 events behind", Code.ResourceExhausted);
-    } else {
-      this.#queue.push(event);
-    }
-    this.#wake?.();
+    this.#queue.push(event, () => new ConnectError(`subscriber fell more than ${MAX_PENDING_EVENTS} events behind`, Code.ResourceExhausted));
   }
 
   /** Queued and future events until the signal aborts or the subscription is closed. */
-  async *events(signal: AbortSignal): AsyncGenerator<ControlEvent> {
-    const onAbort = (): void => this.#wake?.();
-    signal.addEventListener("abort", onAbort);
-    try {
-      while (!signal.aborted && !this.#closed) {
-        if (this.#failure !== undefined) throw this.#failure;
-        const next = this.#queue.shift();
-        if (next !== undefined) {
-          yield next;
-          continue;
-        }
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-        this.#wake = undefined;
-      }
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-    }
+  events(signal: AbortSignal): AsyncGenerator<ControlEvent> {
+    return this.#queue.drain(signal);
   }
 }
 
