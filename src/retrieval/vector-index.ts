@@ -16,8 +16,12 @@ const usearch = createRequire(import.meta.url)("usearch") as typeof Usearch;
 
 /** Below this many admissible candidates, exact search over them is cheaper and exact. */
 const EXACT_SEARCH_LIMIT = 6000;
-/** The graph is saved at most this often while writes arrive, and on close. */
-const SAVE_INTERVAL_MS = 30_000;
+/**
+ * The graph is saved at most this often while writes arrive, and on close. Saving blocks the event loop (tens of
+ * milliseconds at 100k vectors), so it is rare; after a crash the unsaved tail is re-added from LMDB in the
+ * background while exact search covers it.
+ */
+const SAVE_INTERVAL_MS = 5 * 60_000;
 /** Graph additions are made in slices so that queries are never blocked for long. */
 const INDEX_SLICE = 64;
 
