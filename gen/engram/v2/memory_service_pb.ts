@@ -1829,8 +1829,10 @@ export type GetMemoryHealthResponse = Message<"engram.v2.GetMemoryHealthResponse
   staleEntries: number;
 
   /**
-   * Pairs of lessons that are very similar in content but disagree (one a
-   * `success`, the other a `failure` lesson, or one negating the other).
+   * Pairs of lessons that are very similar in content (cosine of their
+   * vectors at least 0.8) but disagree (one a `success`, the other a
+   * `failure` lesson, or one negating the other). Engram design: the newest
+   * 1000 inspected lessons are compared pairwise.
    *
    * @generated from field: repeated engram.v2.LessonContradiction contradictions = 3;
    */

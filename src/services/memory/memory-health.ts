@@ -12,6 +12,8 @@ type Handlers = Pick<ServiceImpl<typeof MemoryService>, "getMemoryHealth">;
 const LOW_CONFIDENCE = 0.5;
 /** Lessons at least this similar (cosine of their vectors) are compared for disagreement. */
 const SAME_SUBJECT = 0.8;
+/** Contradictions are sought pairwise among at most this many lessons (the newest), so a call stays bounded. */
+const MAX_COMPARED_LESSONS = 1000;
 const NEGATION = /\b(not|never|don't|do not|avoid|shouldn't|should not|no longer|stop)\b/i;
 
 function disagree(a: EntryRecord, b: EntryRecord): boolean {
@@ -54,12 +56,15 @@ export function memoryHealthHandlers(deps: MemoryDeps): Handlers {
       const lessons = inspected.filter((e) => e.entryType === "lesson" && e.supersededBy === "");
       const lowConfidence = lessons.filter((l) => l.confidence < LOW_CONFIDENCE).sort((a, b) => a.confidence - b.confidence);
       const contradictions = [];
-      for (let i = 0; i < lessons.length; i++) {
-        for (let j = i + 1; j < lessons.length; j++) {
-          const a = lessons[i] as EntryRecord;
-          const b = lessons[j] as EntryRecord;
-          const va = deps.entries.vector(a.seq);
-          const similarity = va === undefined ? 0 : deps.index.dense.similarity(b.seq, va);
+      // `inspected` is newest first, so this keeps the newest lessons.
+      const compared = lessons.slice(0, MAX_COMPARED_LESSONS);
+      for (let i = 0; i < compared.length; i++) {
+        const a = compared[i] as EntryRecord;
+        const va = deps.entries.vector(a.seq);
+        if (va === undefined) continue;
+        for (let j = i + 1; j < compared.length; j++) {
+          const b = compared[j] as EntryRecord;
+          const similarity = deps.index.dense.similarity(b.seq, va);
           if (similarity >= SAME_SUBJECT && disagree(a, b)) {
             const [older, newer] = a.seq < b.seq ? [a, b] : [b, a];
             contradictions.push({
