@@ -115,7 +115,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
   await index.load();
-  core.load();
+  await core.load();
   readiness.enter("acl_rebuild_in_progress");
   logger.info({ grants: acl.rebuild() }, "access grants loaded");
   await index.prewarmSparse(readiness);

@@ -17,16 +17,22 @@ async function post(baseUrl: string, key: string, route: string, body: object): 
 it("re-embeds stored entries when the embedder changes, and caller vectors follow the new dimension", async () => {
   const dataDir = tempDataDir();
   const admin = mintApiKey("local").key;
-  const hashed = await startTestServer({ SERVICE_ADMIN_KEY: admin, SERVICE_EMBEDDER: "hashed" }, dataDir);
+  const hashed = await startTestServer({ SERVICE_ADMIN_KEY: admin, SERVICE_EMBEDDER: "hashed", SERVICE_CORE_ALLOW_ALL: "true" }, dataDir);
   await post(hashed.baseUrl, admin, "/v2/control/remember", { session_id: "e", content: "Backups run nightly at two in the morning." });
+  const node = await post(hashed.baseUrl, admin, "/v2/core/insert", { run_id: "e", text: "Backups run nightly." });
+  expect(node.status).toBe(200);
+  const nodeId = String(node.json["node_id"]);
   // The hashed embedder has 384 dimensions: a 100-dimension vector is refused.
   const wrong = await post(hashed.baseUrl, admin, "/v2/control/query", { run_id: "e", query: "backups", embedding: new Array(100).fill(0.1) });
   expect(wrong.status).toBe(400);
   expect(String(wrong.json["message"])).toContain("embedding");
   await hashed.close();
 
-  const wordvec = await startTestServer({ SERVICE_ADMIN_KEY: admin, SERVICE_EMBEDDER: "wordvec" }, dataDir);
+  const wordvec = await startTestServer({ SERVICE_ADMIN_KEY: admin, SERVICE_EMBEDDER: "wordvec", SERVICE_CORE_ALLOW_ALL: "true" }, dataDir);
   try {
+    // Core nodes with text are re-embedded too.
+    const reembedded = await fetch(`${wordvec.baseUrl}/v2/core/node/${nodeId}`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(((await reembedded.json()) as { node: { vector: number[] } }).node.vector).toHaveLength(100);
     const byText = await post(wordvec.baseUrl, admin, "/v2/control/query", { run_id: "e", query: "When do backups run?" });
     expect(byText.status).toBe(200);
     expect((byText.json["evidence"] as { content: string }[])[0]?.content).toBe("Backups run nightly at two in the morning.");

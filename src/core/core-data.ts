@@ -16,7 +16,7 @@ import { commitSession, type CommitOutcome, type MergeStrategy } from "./session
 import { SessionLifecycle } from "./session-lifecycle.js";
 import { SessionStore } from "./session-store.js";
 import type { Principal } from "../auth/principal.js";
-import { nodeIdOf } from "./node-record.js";
+import { nodeIdOf, unitCopy } from "./node-record.js";
 
 export interface CoreDataOptions {
   readonly storage: Storage;
@@ -26,6 +26,10 @@ export interface CoreDataOptions {
   readonly acl: AccessControl;
   readonly logger: Logger;
 }
+
+/** Meta key of the embedder whose vectors the core nodes hold. */
+const NODE_EMBEDDER_KEY = "node_embedder_id";
+const REEMBED_BATCH = 512;
 
 export class CoreData {
   readonly embedder: Embedder;
@@ -38,9 +42,13 @@ export class CoreData {
   readonly scratchpads: Scratchpads;
   readonly lifecycle: SessionLifecycle;
   readonly #commitDeps: Parameters<typeof commitSession>[0];
+  readonly #storage: Storage;
+  readonly #logger: Logger;
 
   constructor(options: CoreDataOptions) {
     const { storage, acl } = options;
+    this.#storage = storage;
+    this.#logger = options.logger;
     this.embedder = options.embedder;
     this.acl = acl;
     this.nodes = new NodeStore(storage);
@@ -66,8 +74,35 @@ export class CoreData {
     return record === undefined ? undefined : { owner: record.owner, runId: record.runId, lane: "" };
   }
 
-  load(): void {
+  /**
+   * Start-up: when the embedder changed since the nodes were written, re-embeds every node that has text (a vector
+   * given without text is the caller's and stays), so vectors of different models never mix; then loads the index.
+   */
+  async load(): Promise<void> {
+    const { meta } = this.#storage.dbs;
+    const stored = meta.get(NODE_EMBEDDER_KEY);
+    if (stored !== this.embedder.id) {
+      if (stored !== undefined) await this.#reembed(String(stored));
+      await this.#storage.transaction(() => this.#storage.dbs.meta.put(NODE_EMBEDDER_KEY, this.embedder.id));
+    }
     this.index.load(this.nodes);
+  }
+
+  async #reembed(from: string): Promise<void> {
+    const ids = this.nodes.idsWithText();
+    if (ids.length === 0) return;
+    this.#logger.warn({ from, to: this.embedder.id, nodes: ids.length }, "embedder changed: re-embedding core nodes");
+    for (let i = 0; i < ids.length; i += REEMBED_BATCH) {
+      const batch = ids.slice(i, i + REEMBED_BATCH).flatMap((id) => {
+        const record = this.nodes.get(id);
+        return record === undefined ? [] : [record];
+      });
+      const vectors = await this.embedder.embed(batch.map((record) => record.text));
+      await this.#storage.transaction(() => {
+        batch.forEach((record, j) => this.nodes.putInTransaction(record, unitCopy(vectors[j] as Float32Array)));
+        this.nodes.bumpGenerationInTransaction();
+      });
+    }
   }
 
   close(): void {

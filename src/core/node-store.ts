@@ -39,6 +39,13 @@ export class NodeStore {
     return ids;
   }
 
+  /** Ids of the nodes that have text (whose vectors the server embedded, unless the caller gave one too). */
+  idsWithText(): number[] {
+    const ids: number[] = [];
+    for (const { key, value } of this.#storage.dbs.nodes.getRange()) if ((value as NodeRecord).text !== "") ids.push(key);
+    return ids;
+  }
+
   /** Every node with its vector, for loading the index at start-up. */
   *all(): Generator<NodeState> {
     for (const { key, value } of this.#storage.dbs.nodes.getRange()) {
