@@ -6,7 +6,12 @@ import { createUser } from "./harness/users.js";
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer();
+  // Every policy gate open, so that each route's own validation is what answers.
+  server = await startTestServer({
+    SERVICE_CORE_ALLOW_ALL: "true",
+    SERVICE_CORE_ENABLE_DIRECT_SEARCH: "true",
+    SERVICE_CORE_ENABLE_DIRECT_PUBSUB: "true",
+  });
   await createUser(server.baseUrl, server.adminKey, "walker");
 });
 afterAll(async () => server.close());
@@ -39,4 +44,37 @@ it("every spec route is served (never a 404 for the route), and the unbuilt ones
   for (const built of ["POST /v2/control/remember", "POST /v2/control/recall", "GET /v2/control/events/subscribe", "POST /v2/core/sdm/write"]) {
     expect(unimplemented).not.toContain(built);
   }
+});
+
+/** Bodies of the wrong shape, types and sizes: every route must refuse them with a 4xx, never a 500. */
+const MALFORMED_BODIES = [
+  "null",
+  "[]",
+  '{"run_id": 5}',
+  '{"run_id":"r","items":"x","limit":-1}',
+  '{"run_id":"r","items":[null],"nodes":[{"vector":[0,0]}]}',
+  '{"run_id":"r","query":{"a":1}}',
+  '{"run_id":"r","query":"q","embedding":[1e400],"min_timestamp":"99999999999999999999"}',
+  `{"run_id":"${"x".repeat(3000)}","session_id":"s","content":"x","page_token":"!!!","created_after":"yesterday"}`,
+];
+
+it("no spec route answers a server error to malformed input", async () => {
+  const failures: string[] = [];
+  for (const route of SPEC_ROUTES) {
+    for (const param of ["0", "99999999999999999999999", "a%2Fb"]) {
+      const path = route.path.replace(/:([a-z_]+)/g, () => param);
+      for (const body of route.method === "POST" ? MALFORMED_BODIES : [undefined]) {
+        const abort = new AbortController();
+        const response = await fetch(`${server.baseUrl}${path}${route.method === "GET" ? "?limit=abc" : ""}`, {
+          method: route.method,
+          headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json" },
+          body,
+          signal: abort.signal,
+        });
+        if (response.status >= 500 && response.status !== 501) failures.push(`${response.status} ${route.method} ${path} ${body ?? ""}`);
+        abort.abort();
+      }
+    }
+  }
+  expect(failures).toEqual([]);
 });
