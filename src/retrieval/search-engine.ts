@@ -3,9 +3,10 @@
 // overlaid with exact references and the scope's active rules and lessons.
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { isUnfiltered, type Catalog, type EntryFilter, type RunScope } from "./catalog.js";
-import type { SparseHit, SparseIndex, WeightedTerm } from "./sparse-index.js";
+import type { SparseIndex } from "./sparse-index.js";
 import type { VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
+import { addScores, rm3Expansion, weightedTerms } from "./feedback.js";
 
 export type RetrievalMode = "semantic" | "exact_reference" | "checkpoint" | "rule_overlay" | "lesson_overlay" | "working_memory";
 export type Budget = "low" | "mid" | "high";
@@ -109,12 +110,6 @@ export function modeOf(entry: Pick<EntryRecord, "entryType">): RetrievalMode {
   }
 }
 
-function weightedTerms(text: string): WeightedTerm[] {
-  const counts = new Map<string, number>();
-  for (const term of terms(text)) counts.set(term, (counts.get(term) ?? 0) + 1);
-  return [...counts].map(([term, weight]) => ({ term, weight }));
-}
-
 export class SearchEngine {
   readonly #entries: EntryStore;
   readonly #catalog: Catalog;
@@ -148,7 +143,13 @@ export class SearchEngine {
     let sparseHits = this.#sparse.search(queryTerms, ...sparseArgs);
     if (req.budget !== "low" && sparseHits.length > 0) {
       // Only the expansion terms are searched again; their scores add to the first pass's.
-      const expansion = this.#feedbackTerms(sparseHits.slice(0, tuning.feedbackDocs), queryTerms);
+      const expansion = rm3Expansion(sparseHits.slice(0, tuning.feedbackDocs), queryTerms, {
+        termsOf: (seq) => terms(this.#entries.get(seq)?.content ?? ""),
+        documentFrequency: (term) => this.#sparse.documentFrequency(term),
+        maxDocumentFrequency: Math.max(50, 0.1 * catalog.count),
+        count: tuning.feedbackTerms,
+        weight: tuning.feedbackWeight,
+      });
       if (expansion.length > 0) sparseHits = addScores(sparseHits, this.#sparse.search(expansion, ...sparseArgs), depth);
     }
 
@@ -268,34 +269,6 @@ export class SearchEngine {
   }
 
   /**
-   * RM3 expansion: terms weighted by their share of each top result, weighted by the result's score; the
-   * expansion carries `feedbackWeight` of the query's total weight and the original terms the rest.
-   */
-  #feedbackTerms(top: readonly SparseHit[], queryTerms: readonly WeightedTerm[]): WeightedTerm[] {
-    const known = new Set(queryTerms.map((t) => t.term));
-    const maxDf = Math.max(50, 0.1 * this.#catalog.count);
-    const total = top.reduce((sum, h) => sum + h.score, 0) || 1;
-    const model = new Map<string, number>();
-    for (const { seq, score } of top) {
-      const entry = this.#entries.get(seq);
-      if (entry === undefined) continue;
-      const entryTerms = terms(entry.content);
-      for (const term of entryTerms) {
-        // Terms in a tenth of all entries or more say little about the question.
-        if (known.has(term) || this.#sparse.documentFrequency(term) > maxDf) continue;
-        model.set(term, (model.get(term) ?? 0) + score / total / entryTerms.length);
-      }
-    }
-    const chosen = [...model].sort((a, b) => b[1] - a[1]).slice(0, this.#tuning.feedbackTerms);
-    const mass = chosen.reduce((sum, [, w]) => sum + w, 0) || 1;
-    const queryMass = queryTerms.reduce((sum, t) => sum + t.weight, 0) || 1;
-    const lambda = this.#tuning.feedbackWeight;
-    // Scaled so the original terms keep their weights and the expansion is lambda of the whole.
-    const scale = (queryMass * lambda) / (1 - lambda) / mass;
-    return chosen.map(([term, w]) => ({ term, weight: w * scale }));
-  }
-
-  /**
    * Adds a share of each candidate's score to its neighbours (the previous and next entry of its run), admitting
    * them as candidates: in a run, what was said just before or after an answer often belongs to it.
    */
@@ -381,15 +354,6 @@ export class SearchEngine {
       added++;
     }
   }
-}
-
-function addScores(a: readonly SparseHit[], b: readonly SparseHit[], k: number): SparseHit[] {
-  const sums = new Map<number, number>();
-  for (const { seq, score } of [...a, ...b]) sums.set(seq, (sums.get(seq) ?? 0) + score);
-  return [...sums]
-    .map(([seq, score]) => ({ seq, score }))
-    .sort((x, y) => y.score - x.score || y.seq - x.seq)
-    .slice(0, k);
 }
 
 function binarySearch(sorted: readonly number[], value: number): number {
