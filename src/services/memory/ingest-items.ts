@@ -1,9 +1,9 @@
 // Validates and normalises ingest and batch-insert items into entries ready to store.
 import type { BatchInsertItem, IngestItem } from "../../../gen/engram/v2/memory_service_pb.js";
 import { invalidArgument } from "../../platform/errors.js";
-import { ENTRY_TYPES, IMPORTANCE_LEVELS, SOURCES, type EntryType, type NewEntry } from "../../storage/entry-store.js";
+import { ENTRY_TYPES, IMPORTANCE_LEVELS, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import type { JobItem } from "../../memory/ingest-queue.js";
-import { bounded, callerVector, content, jsonObject, oneOf, parseJson } from "./validate.js";
+import { bounded, callerVector, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
 
 export const MAX_ITEMS = 1000;
 
@@ -88,8 +88,7 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
   const lessonType = oneOf(`${field}.lesson_type`, item.lessonType, LESSON_TYPES, "observation");
   const lessonImportance = oneOf(`${field}.lesson_importance`, item.lessonImportance, IMPORTANCE_LEVELS, "medium");
   const importance = oneOf(`${field}.importance`, item.importance, IMPORTANCE_LEVELS, isLesson ? lessonImportance : type === "rule" ? "high" : "medium");
-  const occurrence = Number(item.occurrenceTime);
-  if (occurrence < 0) throw invalidArgument(`${field}.occurrence_time`, "must be unix seconds >= 0");
+  const occurrence = unixSeconds(`${field}.occurrence_time`, item.occurrenceTime);
   const vector = callerVector(`${field}.embedding`, item.embedding, dims);
   const entry: NewEntry = {
     owner,
@@ -126,27 +125,20 @@ export function batchItem(item: BatchInsertItem, index: number, owner: number, r
   const field = `items[${index}]`;
   const type = oneOf(`${field}.entry_type`, item.entryType, ENTRY_TYPES, "fact");
   if (type === "lesson") throw invalidArgument(`${field}.entry_type`, "lessons need lesson fields: use Ingest or Remember");
-  const occurrence = Number(item.occurrenceTime);
-  if (occurrence < 0) throw invalidArgument(`${field}.occurrence_time`, "must be unix seconds >= 0");
-  const entry: NewEntry = {
+  const occurrence = unixSeconds(`${field}.occurrence_time`, item.occurrenceTime);
+  const entry = newEntry({
     owner,
     runId,
     agentId,
     userId: bounded(`${field}.user_id`, item.userId),
     entryType: type,
     content: content(`${field}.text`, item.text),
-    lessonScope: "",
-    lessonType: "",
     importance: type === "rule" ? "high" : "medium",
     metadataJson: jsonObject(`${field}.metadata_json`, item.metadataJson),
     lane: bounded(`${field}.lane`, item.lane),
     occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
-    upsertKey: "",
     source: oneOf(`${field}.source`, item.source, SOURCES, "agent"),
-    contentType: "text/plain",
     envTags: envTags(`${field}.env_tags`, item.envTags),
-    derived: false,
-    confidence: 1,
-  };
+  });
   return { entry, vector: callerVector(`${field}.embedding`, item.embedding, dims) };
 }

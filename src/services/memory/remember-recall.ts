@@ -2,12 +2,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
-import { invalidArgument } from "../../platform/errors.js";
 import { IMPORTANCE_LEVELS, newEntry } from "../../storage/entry-store.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
-import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds } from "./validate.js";
+import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds, unixSeconds } from "./validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "remember" | "recall">;
 
@@ -24,8 +23,7 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const text = content("content", req.content);
       const intent = oneOf("intent", req.intent, INTENTS, "fact");
       const scope = oneOf("lesson_scope", req.lessonScope, LESSON_SCOPES, "session");
-      const occurrence = Number(req.occurrenceTime);
-      if (occurrence < 0) throw invalidArgument("occurrence_time", "must be unix seconds >= 0");
+      const occurrence = unixSeconds("occurrence_time", req.occurrenceTime);
       const [written] = await deps.writer.write(
         [
           {

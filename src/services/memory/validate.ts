@@ -70,12 +70,16 @@ export interface TimeBounds {
   readonly max: number | undefined;
 }
 
+/** Unix seconds from an int64 field; negative values are refused. 0 stays 0 ("not given"). */
+export function unixSeconds(field: string, value: bigint): number {
+  if (value < 0n) throw invalidArgument(field, "must be unix seconds >= 0");
+  return Number(value);
+}
+
 /** Inclusive unix-second bounds; 0 means none. */
 export function timeBounds(min: bigint, max: bigint): TimeBounds {
-  const lo = min === 0n ? undefined : Number(min);
-  const hi = max === 0n ? undefined : Number(max);
-  if (lo !== undefined && lo < 0) throw invalidArgument("min_timestamp", "must be unix seconds >= 0");
-  if (hi !== undefined && hi < 0) throw invalidArgument("max_timestamp", "must be unix seconds >= 0");
+  const lo = min === 0n ? undefined : unixSeconds("min_timestamp", min);
+  const hi = max === 0n ? undefined : unixSeconds("max_timestamp", max);
   if (lo !== undefined && hi !== undefined && lo > hi) throw invalidArgument("min_timestamp", "must not be greater than max_timestamp");
   return { min: lo, max: hi };
 }
