@@ -1,6 +1,7 @@
 // Tokenizing for retrieval: lowercase word tokens, English stopwords removed, Porter-stemmed terms.
 import { eng as englishStopwords } from "stopword";
 import { stemmer } from "stemmer";
+import { fnv1a } from "./hash.js";
 
 const STOPWORDS = new Set(englishStopwords);
 const WORD = /[\p{L}\p{N}]+/gu;
@@ -10,11 +11,18 @@ export function words(text: string): string[] {
   return text.toLowerCase().match(WORD) ?? [];
 }
 
-/** Index terms of a text: its words without stopwords, stemmed. */
+/**
+ * Words longer than this many characters are indexed by a prefix and a hash of the whole word: a term is part of an
+ * LMDB key, which may not exceed 1,978 bytes, and no real word is this long (a base64 blob or a minified line is).
+ */
+export const MAX_TERM_CHARS = 64;
+
+/** Index terms of a text: its words without stopwords, stemmed; over-long words shortened (see MAX_TERM_CHARS). */
 export function terms(text: string): string[] {
   const out: string[] = [];
   for (const word of words(text)) {
-    if (!STOPWORDS.has(word)) out.push(stemmer(word));
+    if (word.length > MAX_TERM_CHARS) out.push(`${word.slice(0, MAX_TERM_CHARS - 9)}~${fnv1a(word).toString(16).padStart(8, "0")}`);
+    else if (!STOPWORDS.has(word)) out.push(stemmer(word));
   }
   return out;
 }

@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { open, type Database as LmdbDatabase, type Key, type RootDatabase } from "lmdb";
+import { WriteFaults } from "./write-faults.js";
 
 export const SCHEMA_VERSION = 1;
 
@@ -138,6 +139,8 @@ export class Storage {
   /** Non-zero while a write callback of ours runs (or exclusive work writes): only then may LMDB write. */
   #writing = 0;
   #closed = false;
+  /** Test-only: injects a failure at a chosen write (see WriteFaults). */
+  readonly faults = new WriteFaults();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -161,13 +164,19 @@ export class Storage {
     return fileSize(path.join(this.dir, DATA_FILE));
   }
 
-  /** Runs `fn` in one write transaction; resolves with its result once the transaction is durable. */
+  /**
+   * Runs `fn` in one write transaction; resolves with its result once the transaction is durable. All or nothing:
+   * when `fn` throws, every write it made is rolled back and the promise rejects with its error. lmdb-js batches
+   * concurrent transactions into one commit (group commit) and does not undo a throwing plain callback's writes, so
+   * each callback runs as a child transaction of that batch, which LMDB aborts alone; the others still commit.
+   */
   async transaction<T>(fn: () => T): Promise<T> {
     while (this.#gate !== undefined) await this.#gate;
     if (this.#closed) throw new StorageClosedError("storage is closed");
     this.#inFlight++;
     try {
-      return await this.#root.transaction(() => this.#allowWrites(fn));
+      // Queued as a child of lmdb-js's batched transaction: its writes are aborted alone when it throws.
+      return (await this.#root.childTransaction(() => this.#allowWrites(fn))) as T;
     } finally {
       this.#inFlight--;
       if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
@@ -287,7 +296,11 @@ export class Storage {
   }
 
   #openDatabases(root: RootDatabase): Databases {
-    const allowed = (): boolean => this.#writing > 0;
+    const allowed = (method: string): boolean => {
+      if (this.#writing === 0) return false;
+      this.faults.beforeWrite(method);
+      return true;
+    };
     guardWrites(root, allowed);
     const dbs: Record<string, LmdbDatabase<unknown, Key>> = {};
     for (const [field, name] of Object.entries(DATABASE_NAMES)) {
@@ -315,13 +328,13 @@ function openRoot(dir: string): RootDatabase {
 }
 
 /** Makes the write methods of one LMDB handle throw unless `allowed()`; lmdb-js's own writes run inside ours. */
-function guardWrites(db: object, allowed: () => boolean): void {
+function guardWrites(db: object, allowed: (method: string) => boolean): void {
   const methods = db as Record<string, unknown>;
   for (const name of WRITE_METHODS) {
     const original = methods[name];
     if (typeof original !== "function") continue;
     methods[name] = function guarded(this: unknown, ...args: unknown[]): unknown {
-      if (!allowed()) throw new Error(`LMDB ${name} outside Storage.transaction: it would bypass the write gate that compaction relies on`);
+      if (!allowed(name)) throw new Error(`LMDB ${name} outside Storage.transaction: it would bypass the write gate that compaction relies on`);
       return Reflect.apply(original, this, args) as unknown;
     };
   }
