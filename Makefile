@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality clean
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality clean c-compiler
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -34,11 +34,16 @@ lint: install
 typecheck: install
 	npx tsc -p tsconfig.json --noEmit
 
-test: check-generated lint typecheck build
+# The durability test preloads a small C shim that slows every fsync; it needs a C compiler.
+c-compiler:
+	@command -v cc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev; }
+
+test: check-generated lint typecheck build c-compiler
 	node scripts/run-tests.mjs
 
 bench: build
 	node --expose-gc bench/run.mjs
+	node bench/durable.mjs
 
 bench-quality: build
 	node bench/quality.mjs

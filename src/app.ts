@@ -4,6 +4,8 @@ import { createLogger, type Logger } from "./platform/logger.js";
 import { createMetrics, type Metrics } from "./platform/metrics.js";
 import { Readiness } from "./platform/readiness.js";
 import { openStorage } from "./storage/database.js";
+import type { WriteFaults } from "./storage/write-faults.js";
+import { BackgroundGate } from "./platform/background-gate.js";
 import { UserStore } from "./storage/user-store.js";
 import { EntryStore } from "./storage/entry-store.js";
 import type { Embedder } from "./retrieval/embedder.js";
@@ -49,9 +51,22 @@ import { RunsService } from "../gen/engram/v2/runs_service_pb.js";
 import { runsService } from "./services/runs/runs-service.js";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { PLANNED_SERVICES } from "./services/planned.js";
+import { LearningService } from "../gen/engram/v2/learning_service_pb.js";
+import { lessonHandlers } from "./services/learning/lessons.js";
+import { EntryChanges } from "./memory/entry-changes.js";
+import { RunDeletion } from "./memory/run-deletion.js";
 
 export interface Engram {
   readonly port: number;
+  /** Test-only hooks: inject a write failure, digest the store, wait for background purges. */
+  readonly testHooks: {
+    readonly writeFaults: WriteFaults;
+    fingerprint(): Record<string, string>;
+    /** Holds ingest jobs and run purges at their next step until the returned function is called. */
+    holdBackground(): () => void;
+    /** Resolves once no ingest job and no run purge is pending. */
+    backgroundIdle(): Promise<void>;
+  };
   readonly readiness: Readiness;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -72,11 +87,13 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const authenticator = new Authenticator(users, config.instanceTag, config.adminKey);
   await authenticator.bootstrap(config.dataDir, logger);
 
-  const events = new EventBus();
+  const subscriptionLimits = { perKey: config.maxSubscriptionsPerKey, total: config.maxSubscriptions };
+  const events = new EventBus(subscriptionLimits);
   const embedder = await createEmbedder(config);
   const index = new MemoryIndex(storage, entries, embedder, logger);
   const writer = new EntryWriter(entries, index, events, metrics);
-  const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger);
+  const background = new BackgroundGate();
+  const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger, background);
   const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
   const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), policyInterceptor(config)], config.maxRequestBytes);
@@ -94,24 +111,27 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     directSearchEnabled: config.coreEnableDirectSearch,
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
-  router.service(RunsService, runsService(memoryDeps));
+  const changes = new EntryChanges(storage, entries, index, events);
+  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background);
+  router.service(LearningService, lessonHandlers({ entries, changes }));
   router.service(EventsService, eventsService(events));
   const coreEvents = new CoreEventBus();
-  const subscriptions = new SubscriptionRegistry(coreEvents, acl);
+  const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);
   const compactor = new Compactor(storage, logger);
   const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
+  router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, nodes: core.writer }));
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
-  const coreParts: CoreHandlers[] = [aclHandlers(acl, users), pubsubHandlers({ registry: subscriptions, acl, embedder, locateNode: (id) => core.locateNode(id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
+  const coreParts: CoreHandlers[] = [aclHandlers(acl, users, (id) => core.locateNode(id)), pubsubHandlers({ registry: subscriptions, acl, embedder, locateNode: (id) => core.locateNode(id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
   coreParts.push(...dataPlaneHandlers(core));
   router.service(CoreService, coreService(coreParts));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, ...PLANNED_SERVICES];
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, ...PLANNED_SERVICES];
   router.service(ServerReflection, reflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
-  const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host);
+  const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host, config);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
   await index.load();
@@ -121,15 +141,26 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   await index.prewarmSparse(readiness);
   readiness.markReady();
   ingest.start();
+  runDeletion.start();
 
   return {
     port: server.port,
+    testHooks: {
+      writeFaults: storage.faults,
+      fingerprint: () => storage.fingerprint(),
+      holdBackground: () => background.hold(),
+      backgroundIdle: async () => {
+        await ingest.idle();
+        await runDeletion.idle();
+      },
+    },
     readiness,
     metrics,
     logger,
     async close() {
       await server.close();
       await ingest.stop();
+      await runDeletion.stop();
       index.close();
       core.close();
       await storage.close();

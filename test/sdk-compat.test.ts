@@ -47,3 +47,20 @@ it("context, archive, dereference, checkpoint, memory health and health", async 
   expect(health.entry_counts).toMatchObject({ fact: 1, lesson: 1, archive_block: 1, checkpoint: 1 });
   expect(await client.auth.health()).toBe("OK");
 });
+
+it("recall sends agent_id, env_tags and include_linked_runs: each has its documented effect", async () => {
+  const answer = (await client.recall({
+    session_id: "sdk-run",
+    query: "Which port does the staging database listen on?",
+    agent_id: "sdk-agent",
+    env_tags: ["db:postgres:16"],
+  })) as { final_answer: string; routing_summary: string };
+  expect(answer.final_answer).toContain("5433");
+  expect(answer.routing_summary).toContain('asked by agent "sdk-agent"');
+  const linked = await client.recall({ session_id: "sdk-run", query: "staging database", include_linked_runs: true }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(linked).toBeInstanceOf(Error);
+  expect((linked as Error).message).toContain("include_linked_runs");
+});

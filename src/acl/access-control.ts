@@ -1,10 +1,14 @@
 // Access grants on runs: persisted in LMDB, cached in memory (rebuilt at start-up while /readyz answers
 // `acl_rebuild_in_progress`), and consulted wherever a caller reaches a run it does not own.
+import type { Key } from "lmdb";
 import type { Principal } from "../auth/principal.js";
 import type { Storage } from "../storage/database.js";
+import { openFields } from "../storage/record-codec.js";
 
-export type Permission = "read" | "write";
-export type PrincipalType = "user" | "agent";
+export const PERMISSIONS = ["read", "write"] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+export const PRINCIPAL_TYPES = ["user", "agent"] as const;
+export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
 
 export interface Grant {
   /** Auth user id of the run's owner, who made the grant. */
@@ -16,6 +20,27 @@ export interface Grant {
   /** "" for the whole run. */
   readonly lane: string;
   readonly permission: Permission;
+}
+
+/**
+ * A grant as stored: key [owner, run_id, principal_type, principal_id, lane], value the permission. The value is a
+ * bare string with no version of its own (the store's schema version covers it), so the decoder checks key and value.
+ */
+export function decodeGrant(key: unknown, value: unknown): Grant {
+  const [owner, runId, principalType, principalId, lane] = Array.isArray(key) ? (key as unknown[]) : [];
+  const r = openFields("acl_grants", key, { owner, runId, principalType, principalId, lane, permission: value });
+  return {
+    owner: r.integer("owner"),
+    runId: r.string("runId"),
+    principalType: r.oneOf("principalType", PRINCIPAL_TYPES),
+    principalId: r.string("principalId"),
+    lane: r.string("lane"),
+    permission: r.oneOf("permission", PERMISSIONS),
+  };
+}
+
+function grantKey(owner: number, runId: string, principalType: PrincipalType, principalId: string, lane: string): Key {
+  return [owner, runId, principalType, principalId, lane];
 }
 
 /** Another owner's run a caller may read, and which of its lanes (undefined: all of them). */
@@ -45,11 +70,16 @@ export class AccessControl {
     this.#byPrincipal.clear();
     let count = 0;
     for (const { key, value } of this.#storage.dbs.grants.getRange()) {
-      const [owner, runId, principalType, principalId, lane] = key as [number, string, PrincipalType, string, string];
-      this.#cache({ owner, runId, principalType, principalId, lane, permission: value as Permission });
+      this.#cache(decodeGrant(key, value));
       count++;
     }
     return count;
+  }
+
+  /** The stored permission under a grant key, decoded. */
+  #stored(key: Key): Permission | undefined {
+    const value = this.#storage.dbs.grants.get(key);
+    return value === undefined ? undefined : decodeGrant(key, value).permission;
   }
 
   #cache(grant: Grant): void {
@@ -70,9 +100,9 @@ export class AccessControl {
 
   /** Grants (or widens) a permission; `write` implies `read`. Resolves whether anything changed. */
   async grant(grant: Grant): Promise<boolean> {
-    const key = [grant.owner, grant.runId, grant.principalType, grant.principalId, grant.lane];
+    const key = grantKey(grant.owner, grant.runId, grant.principalType, grant.principalId, grant.lane);
     const changed = await this.#storage.transaction(() => {
-      const current = this.#storage.dbs.grants.get(key) as Permission | undefined;
+      const current = this.#stored(key);
       if (current !== undefined && covers(current, grant.permission)) return false;
       this.#storage.dbs.grants.put(key, grant.permission);
       return true;
@@ -86,9 +116,9 @@ export class AccessControl {
    * Resolves whether a grant matched.
    */
   async revoke(owner: number, runId: string, principalType: PrincipalType, principalId: string, lane: string, permission: Permission | ""): Promise<boolean> {
-    const key = [owner, runId, principalType, principalId, lane];
+    const key = grantKey(owner, runId, principalType, principalId, lane);
     const result = await this.#storage.transaction((): Permission | "removed" | undefined => {
-      const current = this.#storage.dbs.grants.get(key) as Permission | undefined;
+      const current = this.#stored(key);
       if (current === undefined) return undefined;
       if (permission === "write" && current === "write") {
         this.#storage.dbs.grants.put(key, "read");

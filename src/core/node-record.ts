@@ -1,7 +1,12 @@
-// A core node as stored: its record (msgpack, schema version 1) and its vector kept apart as Float32 bytes.
+// A core node as stored: its record (msgpack, schema version 1, decoded on every read) and its vector kept apart as
+// Float32 bytes.
+import { openRecord, type RecordReader } from "../storage/record-codec.js";
+
+/** The record version this build writes and reads. */
+export const NODE_RECORD_VERSION = 1;
 
 export interface NodeRecord {
-  readonly v: 1;
+  readonly v: typeof NODE_RECORD_VERSION;
   /** Server-assigned id from the `node` sequence; never reused. Exposed as a uint64. */
   readonly id: number;
   /** Auth user id of the key that created the node; updates by grantees keep it. */
@@ -15,6 +20,25 @@ export interface NodeRecord {
   readonly updatedAt: number;
   /** 1 when created, +1 on every applied update: what sessions compare to detect conflicting commits. */
   readonly version: number;
+}
+
+export function decodeNode(id: unknown, value: unknown): NodeRecord {
+  return readNode(openRecord("core_nodes", id, value, NODE_RECORD_VERSION));
+}
+
+/** A node record's fields, from a reader opened at version NODE_RECORD_VERSION (also nested in staged writes). */
+export function readNode(r: RecordReader): NodeRecord {
+  return {
+    v: NODE_RECORD_VERSION,
+    id: r.integer("id"),
+    owner: r.integer("owner"),
+    runId: r.string("runId"),
+    text: r.string("text"),
+    metadataJson: r.string("metadataJson"),
+    createdAt: r.number("createdAt"),
+    updatedAt: r.number("updatedAt"),
+    version: r.integer("version"),
+  };
 }
 
 /** A node with its vector, as a read or a staged write sees it. */

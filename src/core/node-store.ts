@@ -3,7 +3,8 @@
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
 import { vectorBytes, vectorFromBytes } from "../storage/entry-store.js";
-import type { NodeRecord, NodeState } from "./node-record.js";
+import { checkVersions, decodeOptional } from "../storage/record-codec.js";
+import { decodeNode, NODE_RECORD_VERSION, type NodeRecord, type NodeState } from "./node-record.js";
 
 /** Counter bumped by every transaction that changes node vectors; the node graph is saved with it. */
 const GENERATION_KEY = "seq:node_vector_writes";
@@ -11,12 +12,14 @@ const GENERATION_KEY = "seq:node_vector_writes";
 export class NodeStore {
   readonly #storage: Storage;
 
+  /** Opens the store; throws RecordVersionError when a node was written by another schema version. */
   constructor(storage: Storage) {
     this.#storage = storage;
+    checkVersions("core_nodes", storage.dbs.nodes, NODE_RECORD_VERSION);
   }
 
   get(id: number): NodeRecord | undefined {
-    return this.#storage.dbs.nodes.get(id) as NodeRecord | undefined;
+    return decodeOptional(this.#storage.dbs.nodes.get(id), (value) => decodeNode(id, value));
   }
 
   vector(id: number): Float32Array | undefined {
@@ -42,7 +45,7 @@ export class NodeStore {
   /** Ids of the nodes that have text (whose vectors the server embedded, unless the caller gave one too). */
   idsWithText(): number[] {
     const ids: number[] = [];
-    for (const { key, value } of this.#storage.dbs.nodes.getRange()) if ((value as NodeRecord).text !== "") ids.push(key);
+    for (const { key, value } of this.#storage.dbs.nodes.getRange()) if (decodeNode(key, value).text !== "") ids.push(key);
     return ids;
   }
 
@@ -50,7 +53,7 @@ export class NodeStore {
   *all(): Generator<NodeState> {
     for (const { key, value } of this.#storage.dbs.nodes.getRange()) {
       const vector = this.vector(key);
-      if (vector !== undefined) yield { record: value as NodeRecord, vector };
+      if (vector !== undefined) yield { record: decodeNode(key, value), vector };
     }
   }
 

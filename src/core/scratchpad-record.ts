@@ -1,9 +1,14 @@
-// A scratchpad entry as stored, and its JSON form: the ScratchpadEntry message, as responses and events carry it.
+// A scratchpad entry as stored (decoded on every read), and its JSON form: the ScratchpadEntry message, as responses
+// and events carry it.
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { ScratchpadEntrySchema, type ScratchpadEntry } from "../../gen/engram/v2/core_service_pb.js";
+import { openRecord } from "../storage/record-codec.js";
+
+/** The record version this build writes and reads. */
+export const SCRATCHPAD_RECORD_VERSION = 1;
 
 export interface ScratchpadRecord {
-  readonly v: 1;
+  readonly v: typeof SCRATCHPAD_RECORD_VERSION;
   /** Server-assigned, `sp_<base36>`; assigned when the entry is written or staged. */
   readonly id: string;
   /** The scratchpad (a caller-chosen scope), not a transactional session. */
@@ -18,6 +23,23 @@ export interface ScratchpadRecord {
   readonly timestamp: number;
   /** Unix milliseconds; 0 when the entry does not expire. */
   readonly expiresAt: number;
+}
+
+/** `key`: the record's [owner, session_id, seq] key, for messages. */
+export function decodeScratchpadEntry(key: unknown, value: unknown): ScratchpadRecord {
+  const r = openRecord("core_scratchpad", key, value, SCRATCHPAD_RECORD_VERSION);
+  return {
+    v: SCRATCHPAD_RECORD_VERSION,
+    id: r.string("id"),
+    sessionId: r.string("sessionId"),
+    agentId: r.string("agentId"),
+    key: r.string("key"),
+    content: r.string("content"),
+    entryJson: r.string("entryJson"),
+    metadata: r.stringMap("metadata"),
+    timestamp: r.number("timestamp"),
+    expiresAt: r.number("expiresAt"),
+  };
 }
 
 export function scratchpadIdOf(seq: number): string {

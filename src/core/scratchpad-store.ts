@@ -3,7 +3,8 @@
 import type { Key } from "lmdb";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
-import { isLive, scratchpadIdOf, type ScratchpadRecord } from "./scratchpad-record.js";
+import { checkVersions, type RecordReader } from "../storage/record-codec.js";
+import { decodeScratchpadEntry, isLive, SCRATCHPAD_RECORD_VERSION, scratchpadIdOf, type ScratchpadRecord } from "./scratchpad-record.js";
 
 /** What a writer supplies; the store assigns the id (unless staged earlier), the time and the expiry. */
 export interface ScratchpadWrite {
@@ -17,6 +18,19 @@ export interface ScratchpadWrite {
   readonly ttlMs: number;
 }
 
+/** A write as staged inside a core session record. */
+export function readScratchpadWrite(r: RecordReader): ScratchpadWrite {
+  return {
+    sessionId: r.string("sessionId"),
+    agentId: r.string("agentId"),
+    key: r.string("key"),
+    content: r.string("content"),
+    entryJson: r.string("entryJson"),
+    metadata: r.stringMap("metadata"),
+    ttlMs: r.number("ttlMs"),
+  };
+}
+
 export interface ScratchpadFilter {
   readonly afterTimestamp: number;
   readonly key: string;
@@ -27,8 +41,10 @@ export interface ScratchpadFilter {
 export class ScratchpadStore {
   readonly #storage: Storage;
 
+  /** Opens the store; throws RecordVersionError when an entry was written by another schema version. */
   constructor(storage: Storage) {
     this.#storage = storage;
+    checkVersions("core_scratchpad", storage.dbs.scratchpad, SCRATCHPAD_RECORD_VERSION);
   }
 
   #range(owner: number, sessionId: string): { start: Key; end: Key } {
@@ -37,7 +53,7 @@ export class ScratchpadStore {
 
   /** Every stored entry of a scratchpad, expired ones included, oldest first. */
   entries(owner: number, sessionId: string): ScratchpadRecord[] {
-    return [...this.#storage.dbs.scratchpad.getRange(this.#range(owner, sessionId))].map(({ value }) => value as ScratchpadRecord);
+    return [...this.#storage.dbs.scratchpad.getRange(this.#range(owner, sessionId))].map(({ key, value }) => decodeScratchpadEntry(key, value));
   }
 
   /** A fresh entry id from the shared sequence (also used when a write is staged in a session). */
@@ -54,7 +70,7 @@ export class ScratchpadStore {
     let last = 0;
     const drop: Key[] = [];
     for (const { key, value } of dbs.scratchpad.getRange(this.#range(owner, write.sessionId))) {
-      const entry = value as ScratchpadRecord;
+      const entry = decodeScratchpadEntry(key, value);
       last = Math.max(last, entry.timestamp);
       if (!isLive(entry, now) || (write.key !== "" && entry.key === write.key)) drop.push(key);
     }
@@ -62,7 +78,7 @@ export class ScratchpadStore {
     const seq = nextSequence(dbs.meta, "scratchpad");
     const timestamp = Math.max(now, last + 1);
     const record: ScratchpadRecord = {
-      v: 1,
+      v: SCRATCHPAD_RECORD_VERSION,
       id: id ?? scratchpadIdOf(seq),
       sessionId: write.sessionId,
       agentId: write.agentId,

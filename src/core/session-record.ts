@@ -1,8 +1,13 @@
-// Transactional sessions as stored: the staged writes of one session, and how a staged write folds into a session
-// (staging in a session, a child committing into its parent and flattening for snapshots all fold the same way).
-import type { NodeRecord, NodeState } from "./node-record.js";
+// Transactional sessions as stored (decoded on every read): the staged writes of one session, and how a staged write
+// folds into a session (staging in a session, a child committing into its parent and flattening for snapshots all
+// fold the same way).
+import { NODE_RECORD_VERSION, readNode, type NodeRecord, type NodeState } from "./node-record.js";
 import { vectorBytes, vectorFromBytes } from "../storage/entry-store.js";
-import type { ScratchpadWrite } from "./scratchpad-store.js";
+import { openRecord, type RecordReader } from "../storage/record-codec.js";
+import { readScratchpadWrite, type ScratchpadWrite } from "./scratchpad-store.js";
+
+/** The record version this build writes and reads, of sessions and snapshots alike. */
+export const SESSION_RECORD_VERSION = 1;
 
 /**
  * `base`: the node's version in the view under the session (its parent's view, or the store) when the session
@@ -40,7 +45,7 @@ export type StagedOp = StagedPut | StagedDelete | StagedScratchpad;
 export type StagedNodeOp = StagedPut | StagedDelete;
 
 export interface SessionRecord {
-  readonly v: 1;
+  readonly v: typeof SESSION_RECORD_VERSION;
   readonly id: string;
   /** Auth user id of the creator; nobody else can see or use the session. */
   readonly owner: number;
@@ -54,7 +59,7 @@ export interface SessionRecord {
 }
 
 export interface SnapshotRecord {
-  readonly v: 1;
+  readonly v: typeof SESSION_RECORD_VERSION;
   readonly owner: number;
   readonly name: string;
   /** Session the snapshot was taken of. */
@@ -62,6 +67,48 @@ export interface SnapshotRecord {
   readonly createdAt: number;
   /** The session's staged writes folded over those of its parents, so that a loaded session sees what it saw. */
   readonly ops: readonly StagedOp[];
+}
+
+/** How each kind of staged write is read: the one list of kinds, which the decoder accepts and no more. */
+const STAGED_OP_READERS: { readonly [K in StagedOp["kind"]]: (r: RecordReader, kind: K) => Extract<StagedOp, { kind: K }> } = {
+  put: (r, kind) => ({ kind, nodeId: r.integer("nodeId"), base: r.integer("base"), record: readNode(r.record("record", NODE_RECORD_VERSION)), vector: r.bytes("vector") }),
+  delete: (r, kind) => ({ kind, nodeId: r.integer("nodeId"), base: r.integer("base"), record: readNode(r.record("record", NODE_RECORD_VERSION)) }),
+  scratchpad: (r, kind) => ({ kind, id: r.string("id"), write: readScratchpadWrite(r.object("write")), stagedAt: r.number("stagedAt") }),
+};
+
+export const STAGED_OP_KINDS = Object.keys(STAGED_OP_READERS) as readonly StagedOp["kind"][];
+
+function readOps(r: RecordReader): StagedOp[] {
+  return r.objects("ops").map((op) => {
+    const kind = op.oneOf("kind", STAGED_OP_KINDS);
+    return (STAGED_OP_READERS[kind] as (r: RecordReader, kind: StagedOp["kind"]) => StagedOp)(op, kind);
+  });
+}
+
+export function decodeSession(id: string, value: unknown): SessionRecord {
+  const r = openRecord("core_sessions", id, value, SESSION_RECORD_VERSION);
+  return {
+    v: SESSION_RECORD_VERSION,
+    id: r.string("id"),
+    owner: r.integer("owner"),
+    parentId: r.string("parentId"),
+    createdAt: r.number("createdAt"),
+    children: r.strings("children"),
+    ops: readOps(r),
+  };
+}
+
+/** `key`: the snapshot's [owner, name] key, for messages. */
+export function decodeSnapshot(key: unknown, value: unknown): SnapshotRecord {
+  const r = openRecord("core_session_snapshots", key, value, SESSION_RECORD_VERSION);
+  return {
+    v: SESSION_RECORD_VERSION,
+    owner: r.integer("owner"),
+    name: r.string("name"),
+    sessionId: r.string("sessionId"),
+    createdAt: r.number("createdAt"),
+    ops: readOps(r),
+  };
 }
 
 export function stagedState(op: StagedPut): NodeState {

@@ -5,8 +5,9 @@ import type { Storage } from "../storage/database.js";
 import { notFound } from "../platform/errors.js";
 import type { NodeState } from "./node-record.js";
 import type { NodeStore } from "./node-store.js";
-import type { ScratchpadRecord } from "./scratchpad-record.js";
-import { StagedOps, stagedState, type SessionRecord, type SnapshotRecord } from "./session-record.js";
+import { checkVersions, decodeOptional } from "../storage/record-codec.js";
+import { SCRATCHPAD_RECORD_VERSION, type ScratchpadRecord } from "./scratchpad-record.js";
+import { decodeSession, decodeSnapshot, SESSION_RECORD_VERSION, StagedOps, stagedState, type SessionRecord, type SnapshotRecord } from "./session-record.js";
 
 /**
  * A session and its ancestors, leaf first, as read at one moment. Level 0 is the session's own view, level i the
@@ -75,7 +76,7 @@ export class SessionChain {
         if (write.key !== "") entries = entries.filter((e) => e.key !== write.key);
         const last = entries[entries.length - 1]?.timestamp ?? 0;
         const timestamp = Math.max(op.stagedAt, last + 1);
-        entries.push({ v: 1, id: op.id, ...write, timestamp, expiresAt: ttlMs > 0 ? timestamp + ttlMs : 0 });
+        entries.push({ v: SCRATCHPAD_RECORD_VERSION, id: op.id, ...write, timestamp, expiresAt: ttlMs > 0 ? timestamp + ttlMs : 0 });
       }
     }
     return entries;
@@ -86,9 +87,12 @@ export class SessionStore {
   readonly #storage: Storage;
   readonly #nodes: NodeStore;
 
+  /** Opens the store; throws RecordVersionError when a session or snapshot was written by another schema version. */
   constructor(storage: Storage, nodes: NodeStore) {
     this.#storage = storage;
     this.#nodes = nodes;
+    checkVersions("core_sessions", storage.dbs.coreSessions, SESSION_RECORD_VERSION);
+    checkVersions("core_session_snapshots", storage.dbs.coreSnapshots, SESSION_RECORD_VERSION);
   }
 
   newId(): string {
@@ -96,7 +100,7 @@ export class SessionStore {
   }
 
   get(id: string): SessionRecord | undefined {
-    return this.#storage.dbs.coreSessions.get(id) as SessionRecord | undefined;
+    return decodeOptional(this.#storage.dbs.coreSessions.get(id), (value) => decodeSession(id, value));
   }
 
   /** An open session of `owner`, or NOT_FOUND naming `field`. */
@@ -127,7 +131,8 @@ export class SessionStore {
   }
 
   snapshot(owner: number, name: string): SnapshotRecord | undefined {
-    return this.#storage.dbs.coreSnapshots.get([owner, name]) as SnapshotRecord | undefined;
+    const key = [owner, name];
+    return decodeOptional(this.#storage.dbs.coreSnapshots.get(key), (value) => decodeSnapshot(key, value));
   }
 
   putSnapshotInTransaction(record: SnapshotRecord): void {

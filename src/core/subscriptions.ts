@@ -1,5 +1,6 @@
 // Live core-event subscriptions: each has an unguessable id, an owner, a filter and a bounded queue, and is
-// registered server-wide until its stream ends. Events reach a subscription only when its caller may read them.
+// registered server-wide until its stream ends, within per-key and server-wide caps. Events reach a subscription
+// only when its caller may read them.
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { AccessControl } from "../acl/access-control.js";
@@ -7,6 +8,7 @@ import type { Principal } from "../auth/principal.js";
 import { cosine } from "../retrieval/embedder.js";
 import type { CoreEvent, CoreEventBus } from "./core-events.js";
 import { DeliveryQueue } from "../events/delivery-queue.js";
+import { SubscriptionSlots, type SubscriptionLimits } from "../events/subscription-slots.js";
 
 /** The one question the registry asks of the access grants. */
 export type ReadCheck = Pick<AccessControl, "allows">;
@@ -16,6 +18,8 @@ export type CoreFilter =
   | { readonly kind: "node"; readonly nodeId: bigint }
   | { readonly kind: "semantic"; readonly vector: Float32Array; readonly threshold: number }
   | { readonly kind: "session"; readonly sessionId: string };
+
+export type CoreFilterType = CoreFilter["kind"];
 
 /** An event matched by a subscription, with the similarity that let it through a `semantic` filter. */
 export interface Delivery {
@@ -107,9 +111,11 @@ export class SubscriptionRegistry {
   readonly #acl: ReadCheck;
   /** In creation order, so a caller's ids list oldest first. */
   readonly #byId = new Map<string, CoreSubscription>();
+  readonly #slots: SubscriptionSlots;
 
-  constructor(bus: CoreEventBus, acl: ReadCheck) {
+  constructor(bus: CoreEventBus, acl: ReadCheck, limits?: SubscriptionLimits) {
     this.#acl = acl;
+    this.#slots = new SubscriptionSlots("core event subscriptions", limits);
     bus.listen((event) => this.#publish(event));
   }
 
@@ -119,10 +125,17 @@ export class SubscriptionRegistry {
     }
   }
 
-  /** Registers a subscription; events committed from now on are queued for it. The caller must close it. */
+  /**
+   * Registers a subscription; events committed from now on are queued for it. The caller must close it, which frees
+   * its slot. Throws RESOURCE_EXHAUSTED when the caller's key, or the server, holds as many as it may.
+   */
   open(caller: Principal, filter: CoreFilter, runId: string): CoreSubscription {
+    const release = this.#slots.acquire(caller.keyId);
     const id = `sub_${randomBytes(18).toString("base64url")}`;
-    const subscription: CoreSubscription = new CoreSubscription(id, caller, filter, runId, () => this.#byId.delete(id));
+    const subscription: CoreSubscription = new CoreSubscription(id, caller, filter, runId, () => {
+      this.#byId.delete(id);
+      release();
+    });
     this.#byId.set(id, subscription);
     return subscription;
   }

@@ -1,6 +1,8 @@
-// In-process fan-out of control events to live subscribers, in publish order, with a bounded queue each.
+// In-process fan-out of control events to live subscribers, in publish order, with a bounded queue each and caps on
+// how many subscriptions an API key, and the server, may hold open.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { DeliveryQueue } from "./delivery-queue.js";
+import { SubscriptionSlots, type ReleaseSlot, type SubscriptionLimits } from "./subscription-slots.js";
 
 export interface ControlEvent {
   readonly id: string;
@@ -43,6 +45,7 @@ export class Subscription {
     this.#onClose = onClose;
   }
 
+  /** Ends the stream and frees the subscription's slot. Idempotent. */
   close(): void {
     this.#queue.close();
     this.#onClose();
@@ -60,7 +63,12 @@ export class Subscription {
 
 export class EventBus {
   readonly #subscriptions = new Set<Subscription>();
+  readonly #slots: SubscriptionSlots;
   #sequence = 0;
+
+  constructor(limits?: SubscriptionLimits) {
+    this.#slots = new SubscriptionSlots("control event subscriptions", limits);
+  }
 
   publish(event: Omit<ControlEvent, "id" | "createdAt">): void {
     const full: ControlEvent = { ...event, id: `evt_${(++this.#sequence).toString(36)}`, createdAt: new Date().toISOString() };
@@ -69,9 +77,17 @@ export class EventBus {
     }
   }
 
-  /** Starts queueing events that match the filter; the caller must close the subscription. */
-  open(filter: EventFilter): Subscription {
-    const subscription: Subscription = new Subscription(filter, () => this.#subscriptions.delete(subscription));
+  /**
+   * Starts queueing events that match the filter; the caller must close the subscription. `keyId`: the API key
+   * whose slot it takes (in-process listeners pass none); throws RESOURCE_EXHAUSTED when that key, or the server,
+   * holds as many subscriptions as it may.
+   */
+  open(filter: EventFilter, keyId?: string): Subscription {
+    const release: ReleaseSlot = keyId === undefined ? () => undefined : this.#slots.acquire(keyId);
+    const subscription: Subscription = new Subscription(filter, () => {
+      this.#subscriptions.delete(subscription);
+      release();
+    });
     this.#subscriptions.add(subscription);
     return subscription;
   }

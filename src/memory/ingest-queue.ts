@@ -1,6 +1,7 @@
-// Asynchronous ingest: jobs and their validated items are persisted on acceptance; one worker applies them in
-// acceptance order, each job in one transaction that also records its completion, so a job interrupted by a crash
-// is redone in full after restart and never applied twice.
+// Asynchronous ingest: jobs and their validated items are persisted on acceptance; one worker applies them, serving
+// owners in turn (each owner's jobs in acceptance order, so one tenant's backlog never starves another's), each job
+// in one transaction that also records its completion, so a job interrupted by a crash is redone in full after
+// restart and never applied twice.
 import type { Logger } from "../platform/logger.js";
 import type { Metrics } from "../platform/metrics.js";
 import type { EventBus } from "../events/event-bus.js";
@@ -8,6 +9,12 @@ import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
 import type { EntryStore, EntryType, NewEntry } from "../storage/entry-store.js";
 import type { EntryWriter } from "./entry-writer.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Key } from "lmdb";
+import type { BackgroundGate } from "../platform/background-gate.js";
+
+/** Unfinished jobs one owner may have queued at once; beyond it ingest answers resource_exhausted (429). */
+export const MAX_QUEUED_JOBS_PER_OWNER = 1000;
 
 export type JobStatus = "queued" | "running" | "completed" | "failed";
 
@@ -58,6 +65,13 @@ export interface Acceptance {
   readonly deduplicated: boolean;
 }
 
+/** Thrown inside a job's transaction when a run deletion dropped the job meanwhile: the transaction is undone. */
+class JobDropped extends Error {
+  constructor(jobId: string) {
+    super(`ingest job ${jobId} was deleted with its run`);
+  }
+}
+
 export class IngestQueue {
   readonly #storage: Storage;
   readonly #entries: EntryStore;
@@ -67,6 +81,10 @@ export class IngestQueue {
   readonly #logger: Logger;
   #running: Promise<void> | undefined;
   #stopped = false;
+  /** Test-only: holds the worker between jobs. */
+  readonly gate: BackgroundGate;
+  /** Owner whose job the worker applied last: the next turn goes to the owner after it. */
+  #lastOwner: number | undefined;
   /**
    * The job whose transaction is committing: its entries are durable before they are searchable, so until the
    * index has them the job is reported as still running (callers read `completed` as "searchable").
@@ -75,7 +93,8 @@ export class IngestQueue {
   /** Resolves waiters (tests, BatchInsert-style callers) when a job finishes. */
   readonly #finished = new Map<string, (() => void)[]>();
 
-  constructor(storage: Storage, entries: EntryStore, writer: EntryWriter, events: EventBus, metrics: Metrics, logger: Logger) {
+  constructor(storage: Storage, entries: EntryStore, writer: EntryWriter, events: EventBus, metrics: Metrics, logger: Logger, gate: BackgroundGate) {
+    this.gate = gate;
     this.#storage = storage;
     this.#entries = entries;
     this.#writer = writer;
@@ -125,6 +144,10 @@ export class IngestQueue {
           return { job: updated, deduplicated: true };
         }
       }
+      const queued = dbs.jobQueueByOwner.getKeysCount({ start: [owner, 0], end: [owner, Infinity] });
+      if (queued >= MAX_QUEUED_JOBS_PER_OWNER) {
+        throw new ConnectError(`${queued} ingest jobs of this user are still queued (at most ${MAX_QUEUED_JOBS_PER_OWNER}); retry when they finish`, Code.ResourceExhausted);
+      }
       const jobSeq = nextSequence(dbs.meta, "job");
       const job: IngestJobRecord = {
         v: 1,
@@ -148,6 +171,7 @@ export class IngestQueue {
       dbs.jobs.put(job.jobId, job);
       dbs.jobItems.put(job.jobId, items);
       dbs.jobQueue.put(jobSeq, job.jobId);
+      dbs.jobQueueByOwner.put([owner, jobSeq], job.jobId);
       dbs.jobsByRun.put([owner, runId, jobSeq], job.jobId);
       if (idempotencyKey !== "") dbs.jobIdempotency.put([owner, runId, idempotencyKey], job.jobId);
       return { job, deduplicated: false };
@@ -182,6 +206,11 @@ export class IngestQueue {
     return this.get(jobId);
   }
 
+  /** Resolves once the worker has drained the queue (tests). */
+  async idle(): Promise<void> {
+    while (this.#running !== undefined) await this.#running;
+  }
+
   async stop(): Promise<void> {
     this.#stopped = true;
     await this.#running;
@@ -189,11 +218,53 @@ export class IngestQueue {
 
   async #drain(): Promise<void> {
     while (!this.#stopped) {
-      let next: { key: number; jobId: string } | undefined;
-      for (const { key, value } of this.#storage.dbs.jobQueue.getRange({ limit: 1 })) next = { key, jobId: value };
+      await this.gate.pass();
+      const next = this.#nextJob();
       if (next === undefined) return;
+      this.#lastOwner = next.owner;
       await this.#process(next.jobId, next.key);
     }
+  }
+
+  /**
+   * The oldest job of the next owner after the one served last (wrapping around): owners take turns, one job each,
+   * whatever the length of their backlogs.
+   */
+  #nextJob(): { owner: number; key: number; jobId: string } | undefined {
+    const { dbs } = this.#storage;
+    const after = this.#lastOwner;
+    const pick = (start: Key): { owner: number; key: number; jobId: string } | undefined => {
+      for (const { key, value } of dbs.jobQueueByOwner.getRange({ start, limit: 1 })) {
+        const [owner, jobSeq] = key as [number, number];
+        return { owner, key: jobSeq, jobId: value };
+      }
+      return undefined;
+    };
+    const next = (after === undefined ? undefined : pick([after + 1])) ?? pick([-Infinity]);
+    if (next !== undefined) return next;
+    // Jobs accepted before the per-owner queue existed are only in the acceptance-order queue.
+    for (const { key, value } of dbs.jobQueue.getRange({ limit: 1 })) return { owner: -1, key, jobId: value };
+    return undefined;
+  }
+
+  /**
+   * Drops the owner's jobs of a run, queued or finished (a run deletion). A job being applied meanwhile finds its
+   * record gone at commit and stores nothing. Call inside a write transaction; returns how many jobs it dropped.
+   */
+  forgetRunInTransaction(owner: number, runId: string): number {
+    const { dbs } = this.#storage;
+    const keys = [...dbs.jobsByRun.getRange({ start: [owner, runId, 0], end: [owner, runId, Infinity] })];
+    for (const { key, value: jobId } of keys) {
+      const jobSeq = (key as [number, string, number])[2];
+      const job = this.#read(jobId);
+      dbs.jobs.remove(jobId);
+      dbs.jobItems.remove(jobId);
+      dbs.jobQueue.remove(jobSeq);
+      dbs.jobQueueByOwner.remove([owner, jobSeq]);
+      dbs.jobsByRun.remove(key);
+      if (job !== undefined && job.idempotencyKey !== "") dbs.jobIdempotency.remove([owner, runId, job.idempotencyKey]);
+    }
+    return keys.length;
   }
 
   async #process(jobId: string, queueKey: number): Promise<void> {
@@ -201,16 +272,21 @@ export class IngestQueue {
     const job = this.#read(jobId);
     const items = dbs.jobItems.get(jobId) as JobItem[] | undefined;
     if (job === undefined || items === undefined || job.status === "completed" || job.status === "failed") {
-      await this.#storage.transaction(() => this.#storage.dbs.jobQueue.remove(queueKey));
+      await this.#storage.transaction(() => this.#dequeue(queueKey, job?.owner));
       return;
     }
     // Each write of the job record re-reads it in its transaction: accept() may have counted a deduplicated repeat
     // meanwhile, and writing back an older copy would lose that count.
     const startedAt = job.startedAt || Date.now();
-    const current = (): IngestJobRecord => this.#read(jobId) ?? job;
-    await this.#storage.transaction(() => this.#storage.dbs.jobs.put(jobId, { ...current(), status: "running", startedAt }));
+    // A run deletion may drop the job while it is applied: then its transaction stores nothing (see JobDropped).
+    const current = (): IngestJobRecord => {
+      const stored = this.#read(jobId);
+      if (stored === undefined) throw new JobDropped(jobId);
+      return stored;
+    };
     let finished: IngestJobRecord;
     try {
+      await this.#storage.transaction(() => this.#storage.dbs.jobs.put(jobId, { ...current(), status: "running", startedAt }));
       const prepared = await this.#writer.prepare(
         items.map((item) => ({ entry: item.entry, vector: item.vector === undefined ? undefined : Float32Array.from(item.vector) })),
       );
@@ -238,8 +314,13 @@ export class IngestQueue {
         };
         dbs.jobs.put(jobId, finished);
         dbs.jobItems.remove(jobId);
-        dbs.jobQueue.remove(queueKey);
+        this.#dequeue(queueKey, job.owner);
         return result;
+      }).catch((e: unknown) => {
+        if (e instanceof JobDropped) throw e;
+        // The store's own message names its internals; the job's owner learns what happened, the log the cause.
+        this.#logger.error({ err: e, job_id: jobId }, "storing an ingest job's entries failed");
+        throw new Error("storing the job's entries failed; none of them was stored");
       });
       this.#writer.committed(written, prepared, "ingest");
       this.#indexing = undefined;
@@ -249,20 +330,31 @@ export class IngestQueue {
       // Only a failure outside our validation (an embedding provider, the disk) gets here; nothing was stored.
       this.#indexing = undefined;
       const error = e instanceof Error ? e.message : String(e);
-      finished = await this.#storage.transaction(() => {
+      const failed = await this.#storage.transaction(() => {
         const { dbs } = this.#storage;
-        const failed: IngestJobRecord = { ...current(), status: "failed", startedAt, finishedAt: Date.now(), error };
-        dbs.jobs.put(jobId, failed);
+        const stored = this.#read(jobId);
+        this.#dequeue(queueKey, job.owner);
+        if (stored === undefined) return undefined;
+        const record: IngestJobRecord = { ...stored, status: "failed", startedAt, finishedAt: Date.now(), error };
+        dbs.jobs.put(jobId, record);
         dbs.jobItems.remove(jobId);
-        dbs.jobQueue.remove(queueKey);
-        return failed;
+        return record;
       });
-      this.#logger.warn({ job_id: jobId, error }, "ingest job failed");
-      this.#metrics.ingestJobs.inc({ status: "failed" });
-      this.#publish(finished, "ingest.job.failed", { error });
+      if (failed !== undefined) {
+        this.#logger.warn({ job_id: jobId, error }, "ingest job failed");
+        this.#metrics.ingestJobs.inc({ status: "failed" });
+        this.#publish(failed, "ingest.job.failed", { error });
+      }
     }
     for (const resolve of this.#finished.get(jobId) ?? []) resolve();
     this.#finished.delete(jobId);
+  }
+
+  /** Removes a job from both queues. Call inside a write transaction. */
+  #dequeue(jobSeq: number, owner: number | undefined): void {
+    const { dbs } = this.#storage;
+    dbs.jobQueue.remove(jobSeq);
+    if (owner !== undefined) dbs.jobQueueByOwner.remove([owner, jobSeq]);
   }
 
   #publish(job: IngestJobRecord, type: string, extra: Record<string, string>): void {

@@ -4,27 +4,22 @@ import path from "node:path";
 import type { Logger } from "../platform/logger.js";
 import type { Readiness } from "../platform/readiness.js";
 import type { Storage } from "../storage/database.js";
-import type { EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
+import type { EntryRecord, EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
 import type { Embedder } from "../retrieval/embedder.js";
 import { Catalog } from "../retrieval/catalog.js";
 import { SparseIndex } from "../retrieval/sparse-index.js";
 import { VectorIndex } from "../retrieval/vector-index.js";
 import { SearchEngine } from "../retrieval/search-engine.js";
-import { terms } from "../retrieval/text.js";
+import { termFrequencies } from "../retrieval/text.js";
 
 const EMBEDDER_META_KEY = "embedder_id";
 const REEMBED_BATCH = 512;
 const PREWARM_SLICE = 100_000;
 
-export function termFrequencies(text: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const term of terms(text)) counts.set(term, (counts.get(term) ?? 0) + 1);
-  return counts;
-}
-
 export class MemoryIndex {
   readonly catalog = new Catalog();
-  readonly sparse = new SparseIndex();
+  /** Postings and vectors are filed by owner: each owner's statistics and graph are its own (retrieval/ranking/owner-scope.ts). */
+  readonly sparse = new SparseIndex((seq) => this.catalog.presentOwnerOf(seq));
   readonly dense: VectorIndex;
   readonly search: SearchEngine;
   readonly embedder: Embedder;
@@ -37,7 +32,7 @@ export class MemoryIndex {
     this.#entries = entries;
     this.embedder = embedder;
     this.#logger = logger;
-    this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger);
+    this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger, (seq) => this.catalog.ownerOf(seq));
     this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense);
   }
 
@@ -66,6 +61,46 @@ export class MemoryIndex {
     this.dense.saveSoon();
   }
 
+  /** Makes a committed update searchable: the catalog's copy, and the postings and vector when the content changed. */
+  indexUpdated(
+    before: EntryRecord,
+    after: EntryRecord,
+    reindex: { readonly termFreqs: ReadonlyMap<string, number>; readonly oldTermFreqs: ReadonlyMap<string, number>; readonly vector: Float32Array } | undefined,
+  ): void {
+    this.catalog.replace(after);
+    if (reindex !== undefined) {
+      this.sparse.remove(before.seq, reindex.oldTermFreqs);
+      this.sparse.add(after.seq, reindex.termFreqs);
+      this.dense.remove(after.seq);
+      this.dense.add(after.seq, reindex.vector);
+      void this.dense.indexPending();
+      this.dense.saveSoon();
+    }
+  }
+
+  /** Forgets a committed deletion: nothing of the entry remains searchable. */
+  unindex(seq: number, termFreqs: ReadonlyMap<string, number>): void {
+    this.catalog.remove(seq);
+    this.sparse.remove(seq, termFreqs);
+    this.dense.remove(seq);
+    this.dense.saveSoon();
+  }
+
+  /**
+   * Hides every entry of an owner's run up to `maxSeq` from retrieval at once (a run deletion); their postings and
+   * vectors go when the purge reaches them (`forgetHidden`). Returns how many entries were hidden.
+   */
+  hideRun(owner: number, runId: string, maxSeq: number): number {
+    const seqs = this.catalog.runSeqs(owner, runId).filter((seq) => seq <= maxSeq);
+    this.catalog.removeAll(seqs);
+    return seqs.length;
+  }
+
+  /** The purge removed a hidden entry from LMDB: drop what the indexes still hold of it. */
+  forgetHidden(seq: number, termFreqs: ReadonlyMap<string, number>): void {
+    this.sparse.remove(seq, termFreqs);
+    this.dense.remove(seq);
+  }
 
   /**
    * Start-up, first step: re-embeds stored entries if the embedder changed, then loads the catalog, the vectors and
@@ -75,7 +110,7 @@ export class MemoryIndex {
     const started = Date.now();
     await this.#reembedIfChanged();
     for (const record of this.#entries.all()) this.catalog.add(record);
-    for (const { seq, vector } of this.#entries.allVectors()) {
+    for (const { seq, vector } of this.#entries.allVectors((seq) => this.catalog.has(seq))) {
       if (vector.length === this.dense.dimensions) this.dense.add(seq, vector);
     }
     this.dense.loadGraph();

@@ -12,16 +12,26 @@ export interface Config {
   readonly logLevel: string;
   /** Largest HTTP/JSON or RPC request body accepted, in bytes. */
   readonly maxRequestBytes: number;
+  /** HTTP/1.1 request headers (and a connection's first bytes, on any protocol) must arrive within this, in ms. */
+  readonly headersTimeoutMs: number;
+  /** A whole HTTP/1.1 request (headers and body) must arrive within this, in ms. */
+  readonly requestTimeoutMs: number;
+  /** An HTTP/1.1 keep-alive connection or an HTTP/2 session with no request in progress closes after this, in ms. */
+  readonly idleTimeoutMs: number;
   /** The embedded default embedder, used when no embeddings endpoint is configured. */
   readonly embedder: "wordvec" | "hashed";
   /** An OpenAI-compatible embeddings endpoint; replaces the embedded embedder when set. */
-  readonly embeddings: ProviderConfig | undefined;
+  readonly embeddings: EmbeddingsConfig | undefined;
   /** An OpenAI-compatible chat endpoint that synthesises answers; answers are built without an LLM when unset. */
   readonly llm: ProviderConfig | undefined;
   /** Opens POST /v2/core/search and the direct-bypass query mode. */
   readonly coreEnableDirectSearch: boolean;
   /** Opens the three /v2/core/pubsub routes. */
   readonly coreEnableDirectPubsub: boolean;
+  /** Open subscriptions one API key may hold, counted apart for core pubsub and for control events. */
+  readonly maxSubscriptionsPerKey: number;
+  /** Open subscriptions of all keys together, counted apart for core pubsub and for control events. */
+  readonly maxSubscriptions: number;
   /** Opens every other external /v2/core route. */
   readonly coreAllowAll: boolean;
   /** Routes opened one by one: `METHOD /path` or `/path`, `:param` segments, a trailing `*` for a prefix. */
@@ -33,6 +43,14 @@ export interface ProviderConfig {
   readonly model: string;
   readonly apiKey: string | undefined;
   readonly timeoutMs: number;
+}
+
+/** The embeddings endpoint, and how often a transient failure (network, timeout, 408, 429, 5xx) is retried. */
+export interface EmbeddingsConfig extends ProviderConfig {
+  /** Retries after the first attempt; 0 never retries. */
+  readonly maxRetries: number;
+  /** First backoff in ms, doubled on each retry, with jitter. */
+  readonly retryBaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -79,12 +97,32 @@ function provider(env: Env, prefix: string, defaultModel: string): ProviderConfi
   };
 }
 
+function embeddingsProvider(env: Env): EmbeddingsConfig | undefined {
+  const base = provider(env, "SERVICE_EMBEDDINGS", "text-embedding-3-small");
+  if (base === undefined) return undefined;
+  return {
+    ...base,
+    maxRetries: integer(env, "SERVICE_EMBEDDINGS_MAX_RETRIES", 3, 0, 10),
+    retryBaseMs: integer(env, "SERVICE_EMBEDDINGS_RETRY_BASE_MS", 500, 1, 60_000),
+  };
+}
+
 const LOG_LEVELS = new Set(["trace", "debug", "info", "warn", "error", "fatal", "silent"]);
 const INSTANCE_TAG = /^[A-Za-z0-9]{1,32}$/;
 
 function embedderName(value: string): "wordvec" | "hashed" {
   if (value === "wordvec" || value === "hashed") return value;
   throw new ConfigError(`SERVICE_EMBEDDER must be "wordvec" or "hashed", got "${value}"`);
+}
+
+function connectionTimeouts(env: Env): Pick<Config, "headersTimeoutMs" | "requestTimeoutMs" | "idleTimeoutMs"> {
+  const headersTimeoutMs = integer(env, "SERVICE_HEADERS_TIMEOUT_MS", 10_000, 50, 600_000);
+  const requestTimeoutMs = integer(env, "SERVICE_REQUEST_TIMEOUT_MS", 300_000, 50, 3_600_000);
+  // Node refuses a headers timeout longer than the request timeout.
+  if (requestTimeoutMs < headersTimeoutMs) {
+    throw new ConfigError("SERVICE_REQUEST_TIMEOUT_MS must not be less than SERVICE_HEADERS_TIMEOUT_MS");
+  }
+  return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs: integer(env, "SERVICE_IDLE_TIMEOUT_MS", 65_000, 50, 3_600_000) };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -105,11 +143,14 @@ export function loadConfig(env: Env = process.env): Config {
     adminKey,
     logLevel,
     maxRequestBytes: integer(env, "SERVICE_MAX_REQUEST_BYTES", 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    ...connectionTimeouts(env),
     embedder: embedderName(text(env, "SERVICE_EMBEDDER", "wordvec")),
-    embeddings: provider(env, "SERVICE_EMBEDDINGS", "text-embedding-3-small"),
+    embeddings: embeddingsProvider(env),
     llm: provider(env, "SERVICE_LLM", "gpt-4o-mini"),
     coreEnableDirectSearch: bool(env, "SERVICE_CORE_ENABLE_DIRECT_SEARCH"),
     coreEnableDirectPubsub: bool(env, "SERVICE_CORE_ENABLE_DIRECT_PUBSUB"),
+    maxSubscriptionsPerKey: integer(env, "SERVICE_MAX_SUBSCRIPTIONS_PER_KEY", 64, 1, 1_000_000),
+    maxSubscriptions: integer(env, "SERVICE_MAX_SUBSCRIPTIONS", 4096, 1, 1_000_000),
     coreAllowAll: bool(env, "SERVICE_CORE_ALLOW_ALL"),
     coreAllowedRoutes: Object.freeze(
       (env["SERVICE_CORE_ALLOWED_ROUTES"] ?? "")

@@ -44,6 +44,39 @@ export function httpStatusOf(code: Code): number {
   return HTTP_STATUS_BY_CODE[code] ?? 500;
 }
 
+/** How many characters of a caller's value an error message quotes. */
+export const QUOTE_MAX_CHARS = 64;
+/** The longest error message any transport sends; longer ones are cut (a gRPC trailer must stay small). */
+export const MAX_ERROR_MESSAGE_CHARS = 1024;
+
+/** Cuts text to at most `max` UTF-16 units plus "…", never splitting a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
+/**
+ * Quotes a caller's value in an error message: its first QUOTE_MAX_CHARS characters then "…", so a message stays
+ * short whatever was sent. Every message that echoes input goes through here.
+ */
+export function quoted(value: string): string {
+  return `"${cut(value, QUOTE_MAX_CHARS)}"`;
+}
+
+/** Double-quoted runs, paired left to right; libraries (protobuf JSON's unknown keys) may still quote whole values. */
+const QUOTED_RUN = /"([^"]*)"/g;
+
+/**
+ * The transports' last line of defence before an error message leaves: long quoted values are cut as `quoted` cuts
+ * them, and the whole message to MAX_ERROR_MESSAGE_CHARS.
+ */
+export function boundedMessage(message: string): string {
+  const shortQuotes = message.replace(QUOTED_RUN, (run, inner: string) => (inner.length > QUOTE_MAX_CHARS ? quoted(inner) : run));
+  return cut(shortQuotes, MAX_ERROR_MESSAGE_CHARS);
+}
+
 /** A 400 that names the offending field in its message. */
 export function invalidArgument(field: string, problem: string): ConnectError {
   return new ConnectError(`${field}: ${problem}`, Code.InvalidArgument);

@@ -1,7 +1,7 @@
 // In-memory metadata of every entry, indexed by seq, so that scope and filters are checked without touching
 // LMDB. Derived data: loaded from the entries database at start-up and kept current by every write.
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
-import { ENTRY_TYPES, IMPORTANCE_LEVELS } from "../storage/entry-store.js";
+import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
 
 const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
@@ -26,6 +26,58 @@ class Interner {
   lookup(value: string): number | undefined {
     return this.#ids.get(value);
   }
+
+  value(id: number): string {
+    return this.#values[id] ?? "";
+  }
+}
+
+/** Adds one to a count kept in a map. */
+function increment<K>(counts: Map<K, number>, key: K): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+/** Takes one from a count kept in a map, dropping the key at zero. */
+function decrement<K>(counts: Map<K, number>, key: K): void {
+  const next = (counts.get(key) ?? 0) - 1;
+  if (next > 0) counts.set(key, next);
+  else counts.delete(key);
+}
+
+/** Inserts `seq` into an ascending list kept in a map (appending in the usual, in-order case). */
+function insertSorted<K>(map: Map<K, number[]>, key: K, seq: number): void {
+  const list = map.get(key);
+  if (list === undefined) {
+    map.set(key, [seq]);
+    return;
+  }
+  if (list.length === 0 || (list[list.length - 1] as number) < seq) {
+    list.push(seq);
+    return;
+  }
+  const at = lowerBound(list, seq);
+  if (list[at] !== seq) list.splice(at, 0, seq);
+}
+
+/** Removes `seq` from an ascending list kept in a map, dropping the list when it empties. */
+function removeSorted<K>(map: Map<K, number[]>, key: K, seq: number): void {
+  const list = map.get(key);
+  if (list === undefined) return;
+  const at = lowerBound(list, seq);
+  if (list[at] === seq) list.splice(at, 1);
+  if (list.length === 0) map.delete(key);
+}
+
+/** First index of an ascending list whose value is at least `value`. */
+function lowerBound(list: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((list[mid] as number) < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function grow<T extends Int32Array | Float64Array | Uint8Array>(array: T, size: number, make: (n: number) => T): T {
@@ -72,6 +124,16 @@ export interface EntryFilter {
   readonly maxTimestamp: number | undefined;
 }
 
+/** Entries and index terms of one owner: the document statistics BM25 uses when it scores that owner's entries. */
+export interface DocumentStats {
+  readonly count: number;
+  readonly averageTermCount: number;
+}
+
+/**
+ * Isolation: everything here that ranking reads as a statistic (document counts and lengths, author names, who has
+ * entries in a run) is kept per owner, so that one owner's writes never change what another owner's query computes.
+ */
 export class Catalog {
   #owner = new Int32Array(1024);
   #run = new Int32Array(1024);
@@ -85,16 +147,21 @@ export class Catalog {
   #termCount = new Int32Array(1024);
   #author = new Int32Array(1024);
   readonly #strings = new Interner();
-  /** Lowercase author names: an entry's speaker label ("Name: …") or else its agent id; 0 is "unknown". */
+  /** Lowercase author names: an entry's speaker label ("Name: …") or else its agent id. Ids only; who has which is below. */
   readonly #authors = new Interner();
+  /** owner → author id → how many of the owner's entries are by that author. */
+  readonly #authorCounts = new Map<number, Map<number, number>>();
   /** `${owner}/${run}` and `*\/${run}` → seqs in ascending order. */
   readonly #byScope = new Map<string, number[]>();
   /** `${owner}/${run}` and `*\/${run}` → seqs of the run's rules and lessons, ascending. */
   readonly #knowledge = new Map<string, number[]>();
   /** owner → seqs of global lessons. */
   readonly #globalLessons = new Map<number, number[]>();
+  /** run → owner → how many entries the owner has in the run: the owners an admin's read of a run spans. */
+  readonly #runOwners = new Map<string, Map<number, number>>();
+  /** owner → entries and their summed term counts. */
+  readonly #documents = new Map<number, { count: number; terms: number }>();
   #count = 0;
-  #totalTerms = 0;
   #maxSeq = 0;
 
   /** Bytes allocated for the per-entry columns (spare capacity included): storage statistics. */
@@ -103,6 +170,7 @@ export class Catalog {
     return columns.reduce((sum, column) => sum + column.byteLength, 0);
   }
 
+  /** Entries of every owner: storage statistics only, never a ranking input. */
   get count(): number {
     return this.#count;
   }
@@ -111,8 +179,11 @@ export class Catalog {
     return this.#maxSeq;
   }
 
-  get averageTermCount(): number {
-    return this.#count === 0 ? 0 : this.#totalTerms / this.#count;
+  /** The document statistics of one owner's entries. */
+  documentStats(owner: number): DocumentStats {
+    const documents = this.#documents.get(owner);
+    if (documents === undefined) return { count: 0, averageTermCount: 0 };
+    return { count: documents.count, averageTermCount: documents.count === 0 ? 0 : documents.terms / documents.count };
   }
 
   add(record: EntryRecord): void {
@@ -130,7 +201,8 @@ export class Catalog {
     this.#termCount = grow(this.#termCount, size, (n) => new Int32Array(n));
     this.#author = grow(this.#author, size, (n) => new Int32Array(n));
     if ((this.#flags[seq] as number) & FLAG_PRESENT) return;
-    this.#owner[seq] = record.owner;
+    const owner = record.owner;
+    this.#owner[seq] = owner;
     this.#run[seq] = this.#strings.id(record.runId);
     this.#user[seq] = this.#strings.id(record.userId);
     this.#lane[seq] = this.#strings.id(record.lane);
@@ -139,38 +211,112 @@ export class Catalog {
     this.#occurrence[seq] = record.occurrenceTime || Math.floor(record.createdAt / 1000);
     this.#created[seq] = record.createdAt;
     this.#termCount[seq] = record.termCount;
-    this.#author[seq] = this.#authors.id(authorOf(record));
+    const author = this.#authors.id(authorOf(record));
+    this.#author[seq] = author;
     const globalLesson = record.entryType === "lesson" && record.lessonScope === "global";
     this.#flags[seq] =
       FLAG_PRESENT |
-      (record.supersededBy !== "" ? FLAG_STALE : 0) |
+      (isStaleRecord(record) ? FLAG_STALE : 0) |
       (globalLesson ? FLAG_GLOBAL_LESSON : 0) |
       (record.derived ? FLAG_DERIVED : 0);
-    this.#push(this.#byScope, `${record.owner}/${record.runId}`, seq);
-    this.#push(this.#byScope, `*/${record.runId}`, seq);
+    insertSorted(this.#byScope, `${owner}/${record.runId}`, seq);
+    insertSorted(this.#byScope, `*/${record.runId}`, seq);
     if (record.entryType === "rule" || record.entryType === "lesson") {
-      this.#push(this.#knowledge, `${record.owner}/${record.runId}`, seq);
-      this.#push(this.#knowledge, `*/${record.runId}`, seq);
+      insertSorted(this.#knowledge, `${owner}/${record.runId}`, seq);
+      insertSorted(this.#knowledge, `*/${record.runId}`, seq);
     }
-    if (globalLesson) {
-      const list = this.#globalLessons.get(record.owner) ?? [];
-      list.push(seq);
-      this.#globalLessons.set(record.owner, list);
-    }
+    if (globalLesson) insertSorted(this.#globalLessons, owner, seq);
+    let authors = this.#authorCounts.get(owner);
+    if (authors === undefined) this.#authorCounts.set(owner, (authors = new Map()));
+    increment(authors, author);
+    let runOwners = this.#runOwners.get(record.runId);
+    if (runOwners === undefined) this.#runOwners.set(record.runId, (runOwners = new Map()));
+    increment(runOwners, owner);
+    const documents = this.#documents.get(owner) ?? { count: 0, terms: 0 };
+    documents.count++;
+    documents.terms += record.termCount;
+    this.#documents.set(owner, documents);
     this.#count++;
-    this.#totalTerms += record.termCount;
     this.#maxSeq = Math.max(this.#maxSeq, seq);
   }
 
-  #push(map: Map<string, number[]>, key: string, seq: number): void {
-    const list = map.get(key);
-    if (list === undefined) map.set(key, [seq]);
-    else if ((list[list.length - 1] as number) < seq) list.push(seq);
-    else {
-      // Out-of-order only while loading unordered sources; keep the list sorted.
-      list.push(seq);
-      list.sort((a, b) => a - b);
+  /**
+   * Forgets an entry (a delete): it leaves every scope, list and per-owner statistic. Its columns keep their
+   * values (`ownerOf` still answers) but nothing reads them while the entry is absent. Absent seqs are ignored.
+   */
+  remove(seq: number): void {
+    const removed = this.#detach(seq);
+    if (removed === undefined) return;
+    removeSorted(this.#byScope, `${removed.owner}/${removed.runId}`, seq);
+    removeSorted(this.#byScope, `*/${removed.runId}`, seq);
+    if (removed.knowledge) {
+      removeSorted(this.#knowledge, `${removed.owner}/${removed.runId}`, seq);
+      removeSorted(this.#knowledge, `*/${removed.runId}`, seq);
     }
+    if (removed.globalLesson) removeSorted(this.#globalLessons, removed.owner, seq);
+  }
+
+  /** Forgets many entries at once (a run's deletion): each list they were in is filtered once, not once per entry. */
+  removeAll(seqs: Iterable<number>): void {
+    const scopeKeys = new Set<string>();
+    const knowledgeKeys = new Set<string>();
+    const lessonOwners = new Set<number>();
+    for (const seq of seqs) {
+      const removed = this.#detach(seq);
+      if (removed === undefined) continue;
+      scopeKeys.add(`${removed.owner}/${removed.runId}`).add(`*/${removed.runId}`);
+      if (removed.knowledge) knowledgeKeys.add(`${removed.owner}/${removed.runId}`).add(`*/${removed.runId}`);
+      if (removed.globalLesson) lessonOwners.add(removed.owner);
+    }
+    // Detached entries are no longer present, so keeping the present ones drops exactly them.
+    const keep = <K>(map: Map<K, number[]>, keys: Iterable<K>): void => {
+      for (const key of keys) {
+        const list = (map.get(key) ?? []).filter((seq) => this.has(seq));
+        if (list.length === 0) map.delete(key);
+        else map.set(key, list);
+      }
+    };
+    keep(this.#byScope, scopeKeys);
+    keep(this.#knowledge, knowledgeKeys);
+    keep(this.#globalLessons, lessonOwners);
+  }
+
+  /**
+   * Takes a changed record (an update: lane, metadata, importance, confidence, staleness, lesson scope, content and
+   * so term count and speaker) in place of the stored one. Entries not present are left absent.
+   */
+  replace(record: EntryRecord): void {
+    if (!this.has(record.seq)) return;
+    this.remove(record.seq);
+    this.add(record);
+  }
+
+  /** Clears an entry's presence and takes it out of every per-owner statistic; the caller fixes its lists. */
+  #detach(seq: number): { owner: number; runId: string; knowledge: boolean; globalLesson: boolean } | undefined {
+    if (!this.has(seq)) return undefined;
+    const flags = this.#flags[seq] as number;
+    const owner = this.#owner[seq] as number;
+    const runId = this.#strings.value(this.#run[seq] as number);
+    const type = this.entryType(seq);
+    this.#flags[seq] = 0;
+    const authors = this.#authorCounts.get(owner);
+    if (authors !== undefined) {
+      decrement(authors, this.#author[seq] as number);
+      if (authors.size === 0) this.#authorCounts.delete(owner);
+    }
+    const runOwners = this.#runOwners.get(runId);
+    if (runOwners !== undefined) {
+      decrement(runOwners, owner);
+      if (runOwners.size === 0) this.#runOwners.delete(runId);
+    }
+    const documents = this.#documents.get(owner);
+    if (documents !== undefined) {
+      documents.count--;
+      documents.terms -= this.#termCount[seq] as number;
+      if (documents.count === 0) this.#documents.delete(owner);
+    }
+    this.#count--;
+    return { owner, runId, knowledge: type === "rule" || type === "lesson", globalLesson: (flags & FLAG_GLOBAL_LESSON) !== 0 };
   }
 
   markStale(seq: number): void {
@@ -209,10 +355,11 @@ export class Catalog {
     return this.#termCount[seq] as number;
   }
 
-  /** The author id of a lowercase name, when some entry has that author. */
-  authorId(name: string): number | undefined {
+  /** The author id of a lowercase name, when some entry of `owner` has that author (other owners' never count). */
+  authorId(owner: number, name: string): number | undefined {
     const id = this.#authors.lookup(name);
-    return id === undefined || id === this.#authors.id("") ? undefined : id;
+    if (id === undefined || name === "") return undefined;
+    return (this.#authorCounts.get(owner)?.get(id) ?? 0) > 0 ? id : undefined;
   }
 
   authorOf(seq: number): number {
@@ -221,6 +368,16 @@ export class Catalog {
 
   ownerOf(seq: number): number {
     return this.#owner[seq] as number;
+  }
+
+  /** The owner of a present entry; undefined for absent ones (never written, deleted or hidden). */
+  presentOwnerOf(seq: number): number | undefined {
+    return this.has(seq) ? (this.#owner[seq] as number) : undefined;
+  }
+
+  /** Owners with entries in a run, ascending: the owners an admin's read of the run spans. */
+  runOwners(runId: string): number[] {
+    return [...(this.#runOwners.get(runId)?.keys() ?? [])].sort((a, b) => a - b);
   }
 
   /** Seqs of one run: one owner's, or every owner's when `owner` is undefined (admins). Ascending. */

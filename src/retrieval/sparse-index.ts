@@ -1,18 +1,24 @@
 // BM25 over the postings kept in LMDB, held in memory after the start-up prewarm and updated on every write.
+// Postings are kept per owner, so one owner's documents never change another's document frequencies, common-term
+// cut-offs or the lists a query walks.
 
 /** BM25 parameters: memory entries are short, so length normalisation is kept low (see RETRIEVAL.md). */
 export const BM25_K1 = 0.9;
 export const BM25_B = 0.3;
 
-interface PostingList {
-  seqs: Int32Array;
-  tfs: Uint16Array;
-  length: number;
-}
+/**
+ * A posting list in one typed array: `[length, seq0, tf0, seq1, tf1, …]`, seqs ascending, with spare capacity at the
+ * end. One array per list keeps the many short lists of many small owners cheap.
+ */
+type PostingList = Int32Array;
+
+const lengthOf = (list: PostingList): number => list[0] as number;
+const seqAt = (list: PostingList, i: number): number => list[1 + 2 * i] as number;
+const tfAt = (list: PostingList, i: number): number => list[2 + 2 * i] as number;
 
 /**
- * A term in more than this share of all entries (and at least COMMON_TERM_MIN of them) only adds to entries that
- * rarer query terms already found, instead of walking its long posting list: it ranks, it does not recall.
+ * A term in more than this share of an owner's entries (and at least COMMON_TERM_MIN of them) only adds to entries
+ * that rarer query terms already found, instead of walking its long posting list: it ranks, it does not recall.
  */
 const COMMON_TERM_SHARE = 0.02;
 const COMMON_TERM_MIN = 2000;
@@ -27,11 +33,33 @@ export interface WeightedTerm {
   readonly weight: number;
 }
 
+/** The statistics of the owner whose entries a search scores. */
+export interface DocumentStatistics {
+  /** The owner's entries. */
+  readonly docCount: number;
+  /** Their mean term count. */
+  readonly avgLength: number;
+  /** An entry's term count. */
+  readonly lengthOf: (seq: number) => number;
+}
+
+/** The owner of an entry being indexed; undefined when the entry is not (or no longer) present. */
+export type OwnerOf = (seq: number) => number | undefined;
+
 export class SparseIndex {
-  readonly #postings = new Map<string, PostingList>();
+  /** owner → term → postings of the owner's entries. */
+  readonly #postings = new Map<number, Map<string, PostingList>>();
+  readonly #ownerOf: OwnerOf;
+  /** seq → 1 + the owner its postings are filed under; 0 when none are held. Removal reads it, not `#ownerOf`. */
+  #filedUnder = new Int32Array(1024);
   /** Scores accumulated per seq during one query; reused so queries allocate little. */
   #scratch = new Float64Array(1024);
   #postingCount = 0;
+
+  /** `ownerOf` files new postings under their entry's owner; without it every entry is owner 0's (tests, tools). */
+  constructor(ownerOf: OwnerOf = () => 0) {
+    this.#ownerOf = ownerOf;
+  }
 
   /** Postings held, one per (term, entry) pair: storage statistics. */
   get postingCount(): number {
@@ -40,76 +68,130 @@ export class SparseIndex {
 
   /** Bytes allocated for the posting lists (their typed arrays, spare capacity included). */
   get memoryBytes(): number {
-    let bytes = 0;
-    for (const list of this.#postings.values()) bytes += list.seqs.byteLength + list.tfs.byteLength;
+    let bytes = this.#filedUnder.byteLength;
+    for (const terms of this.#postings.values()) for (const list of terms.values()) bytes += list.byteLength;
     return bytes;
   }
 
+  /** Indexes an entry's terms. Adding a posting already held replaces its frequency. */
   add(seq: number, termFreqs: ReadonlyMap<string, number>): void {
-    for (const [term, tf] of termFreqs) this.#addPosting(term, seq, tf);
+    const terms = this.#termsOfEntry(seq);
+    if (terms === undefined) return;
+    for (const [term, tf] of termFreqs) this.#addPosting(terms, term, seq, tf);
   }
 
-  #addPosting(term: string, seq: number, tf: number): void {
-    let list = this.#postings.get(term);
+  /**
+   * Removes an entry's postings (`termFreqs`: the terms it was indexed with), from its owner's lists and so from the
+   * owner's document frequencies. Entries never indexed are ignored.
+   */
+  remove(seq: number, termFreqs: ReadonlyMap<string, number>): void {
+    const filed = seq < this.#filedUnder.length ? (this.#filedUnder[seq] as number) : 0;
+    if (filed === 0) return;
+    const owner = filed - 1;
+    const terms = this.#postings.get(owner);
+    this.#filedUnder[seq] = 0;
+    if (terms === undefined) return;
+    for (const term of termFreqs.keys()) {
+      const list = terms.get(term);
+      if (list === undefined) continue;
+      const length = lengthOf(list);
+      const i = indexOf(list, seq);
+      if (i < 0) continue;
+      list.copyWithin(1 + 2 * i, 3 + 2 * i, 1 + 2 * length);
+      list[0] = length - 1;
+      this.#postingCount--;
+      if (length === 1) terms.delete(term);
+    }
+    if (terms.size === 0) this.#postings.delete(owner);
+  }
+
+  /** The postings map of an entry's owner, filing the entry under it; undefined when the owner is unknown. */
+  #termsOfEntry(seq: number): Map<string, PostingList> | undefined {
+    if (seq >= this.#filedUnder.length) {
+      const next = new Int32Array(Math.max(seq + 1, this.#filedUnder.length * 2));
+      next.set(this.#filedUnder);
+      this.#filedUnder = next;
+    }
+    const filed = this.#filedUnder[seq] as number;
+    const owner = filed > 0 ? filed - 1 : this.#ownerOf(seq);
+    if (owner === undefined) return undefined;
+    this.#filedUnder[seq] = owner + 1;
+    let terms = this.#postings.get(owner);
+    if (terms === undefined) this.#postings.set(owner, (terms = new Map()));
+    return terms;
+  }
+
+  #addPosting(terms: Map<string, PostingList>, term: string, seq: number, tf: number): void {
+    let list = terms.get(term);
     if (list === undefined) {
-      list = { seqs: new Int32Array(4), tfs: new Uint16Array(4), length: 0 };
-      this.#postings.set(term, list);
+      list = new Int32Array(3);
+      terms.set(term, list);
     }
-    if (list.length === list.seqs.length) {
-      const seqs = new Int32Array(list.length * 2);
-      seqs.set(list.seqs);
-      const tfs = new Uint16Array(list.length * 2);
-      tfs.set(list.tfs);
-      list.seqs = seqs;
-      list.tfs = tfs;
+    const length = lengthOf(list);
+    // Entries arrive in write order, so appending is the rule; an update re-adds an older seq, and the start-up
+    // prewarm may meet postings a write already added.
+    let at = length;
+    if (length > 0 && seqAt(list, length - 1) >= seq) {
+      at = lowerBound(list, seq);
+      if (at < length && seqAt(list, at) === seq) {
+        list[2 + 2 * at] = tf;
+        return;
+      }
     }
-    list.seqs[list.length] = seq;
-    list.tfs[list.length] = Math.min(tf, 65535);
-    list.length++;
+    if (1 + 2 * (length + 1) > list.length) {
+      const grown = new Int32Array(1 + 2 * Math.max(2, length * 2));
+      grown.set(list);
+      terms.set(term, (list = grown));
+    }
+    if (at < length) list.copyWithin(3 + 2 * at, 1 + 2 * at, 1 + 2 * length);
+    list[1 + 2 * at] = seq;
+    list[2 + 2 * at] = tf;
+    list[0] = length + 1;
     this.#postingCount++;
   }
 
-  /** Loads postings read from LMDB at start-up. */
+  /** Loads postings read from LMDB at start-up; postings of entries not present (deleted runs) are skipped. */
   load(postings: Iterable<{ term: string; seq: number; tf: number }>): number {
     let n = 0;
     for (const { term, seq, tf } of postings) {
-      this.#addPosting(term, seq, tf);
+      const terms = this.#termsOfEntry(seq);
+      if (terms === undefined) continue;
+      this.#addPosting(terms, term, seq, tf);
       n++;
     }
     return n;
   }
 
-  documentFrequency(term: string): number {
-    return this.#postings.get(term)?.length ?? 0;
+  /** How many of `owner`'s entries contain `term`. */
+  documentFrequency(owner: number, term: string): number {
+    const list = this.#postings.get(owner)?.get(term);
+    return list === undefined ? 0 : lengthOf(list);
   }
 
   /**
-   * Top `k` entries by BM25 among those `accept` admits. `docCount` and `avgLength` describe the whole corpus;
-   * `lengthOf` gives an entry's term count.
+   * Top `k` of `owner`'s entries by BM25 among those `accept` admits, scored with the owner's own statistics: only
+   * the owner's posting lists are walked, so other owners' entries cost nothing and change nothing.
    */
-  search(
-    terms: readonly WeightedTerm[],
-    accept: (seq: number) => boolean,
-    k: number,
-    docCount: number,
-    avgLength: number,
-    lengthOf: (seq: number) => number,
-  ): SparseHit[] {
+  search(owner: number, terms: readonly WeightedTerm[], accept: (seq: number) => boolean, k: number, stats: DocumentStatistics): SparseHit[] {
+    const postings = this.#postings.get(owner);
+    if (postings === undefined) return [];
     const touched: number[] = [];
-    const avg = avgLength || 1;
+    const { docCount, lengthOf: entryLength } = stats;
+    const avg = stats.avgLength || 1;
     const commonDf = Math.max(COMMON_TERM_MIN, COMMON_TERM_SHARE * docCount);
     const lists = terms
-      .map(({ term, weight }) => ({ list: this.#postings.get(term), weight }))
+      .map(({ term, weight }) => ({ list: postings.get(term), weight }))
       .filter((t): t is { list: PostingList; weight: number } => t.list !== undefined)
-      .sort((a, b) => a.list.length - b.list.length);
+      .sort((a, b) => lengthOf(a.list) - lengthOf(b.list));
     const bm25 = (list: PostingList, i: number, seq: number, weight: number, idf: number): number => {
-      const tf = list.tfs[i] as number;
-      const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * lengthOf(seq)) / avg);
+      const tf = tfAt(list, i);
+      const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * entryLength(seq)) / avg);
       return weight * idf * ((tf * (BM25_K1 + 1)) / norm);
     };
     for (const { list, weight } of lists) {
-      const idf = Math.log(1 + (docCount - list.length + 0.5) / (list.length + 0.5));
-      if (list.length > commonDf && touched.length > 0 && touched.length * 4 < list.length) {
+      const length = lengthOf(list);
+      const idf = Math.log(1 + (docCount - length + 0.5) / (length + 0.5));
+      if (length > commonDf && touched.length > 0 && touched.length * 4 < length) {
         for (const seq of touched) {
           if ((this.#scratch[seq] as number) <= 0) continue;
           const i = indexOf(list, seq);
@@ -117,8 +199,8 @@ export class SparseIndex {
         }
         continue;
       }
-      for (let i = 0; i < list.length; i++) {
-        const seq = list.seqs[i] as number;
+      for (let i = 0; i < length; i++) {
+        const seq = seqAt(list, i);
         if (seq >= this.#scratch.length) this.#growScratch(seq + 1);
         const current = this.#scratch[seq] as number;
         if (current < 0) continue;
@@ -150,18 +232,22 @@ export class SparseIndex {
   }
 }
 
-/** Position of `seq` in a posting list (ascending by seq, as entries are appended in write order), or -1. */
-function indexOf(list: PostingList, seq: number): number {
+/** First position of a posting list whose seq is at least `seq`. */
+function lowerBound(list: PostingList, seq: number): number {
   let lo = 0;
-  let hi = list.length - 1;
-  while (lo <= hi) {
+  let hi = lengthOf(list);
+  while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    const at = list.seqs[mid] as number;
-    if (at === seq) return mid;
-    if (at < seq) lo = mid + 1;
-    else hi = mid - 1;
+    if (seqAt(list, mid) < seq) lo = mid + 1;
+    else hi = mid;
   }
-  return -1;
+  return lo;
+}
+
+/** Position of `seq` in a posting list (ascending by seq), or -1. */
+function indexOf(list: PostingList, seq: number): number {
+  const at = lowerBound(list, seq);
+  return at < lengthOf(list) && seqAt(list, at) === seq ? at : -1;
 }
 
 /** The k best (score, then newer seq) of a stream, by a binary min-heap whose root is the weakest kept hit. */

@@ -27,6 +27,13 @@ export function terms(text: string): string[] {
   return out;
 }
 
+/** How often each index term occurs in a text: an entry's postings. */
+export function termFrequencies(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const term of terms(text)) counts.set(term, (counts.get(term) ?? 0) + 1);
+  return counts;
+}
+
 /** Splits a text into sentences, keeping each one's text trimmed. */
 export function sentences(text: string): string[] {
   return text

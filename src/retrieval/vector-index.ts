@@ -1,5 +1,6 @@
-// Dense retrieval: exact vectors in memory (for filtered and not-yet-indexed candidates) plus a USearch HNSW graph
-// (f16, cosine) for wide scopes. The graph is derived data: saved beside LMDB, repaired from LMDB at start-up.
+// Dense retrieval: exact vectors in memory (for filtered and not-yet-indexed candidates) plus USearch HNSW graphs
+// (f16, cosine), one per partition (owner), for wide scopes. Graphs are derived data: saved beside LMDB, repaired
+// from LMDB at start-up.
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
@@ -17,7 +18,12 @@ const usearch = createRequire(import.meta.url)("usearch") as typeof Usearch;
 /** Below this many admissible candidates, exact search over them is cheaper and exact. */
 const EXACT_SEARCH_LIMIT = 6000;
 /**
- * The graph is saved at most this often while writes arrive, and on close. Saving blocks the event loop (tens of
+ * A partition gets a graph once it holds more vectors than this: with fewer, every search of it is exact anyway, so
+ * the many small partitions of a multi-tenant store cost no graph.
+ */
+const GRAPH_MIN_VECTORS = EXACT_SEARCH_LIMIT;
+/**
+ * Graphs are saved at most this often while writes arrive, and on close. Saving blocks the event loop (tens of
  * milliseconds at 100k vectors), so it is rare; after a crash the unsaved tail is re-added from LMDB in the
  * background while exact search covers it.
  */
@@ -25,13 +31,38 @@ const SAVE_INTERVAL_MS = 5 * 60_000;
 /** Graph additions are made in slices so that queries are never blocked for long. */
 const INDEX_SLICE = 64;
 
-interface Sidecar {
+/** What was saved beside the graphs: which embedder made them, and how far each partition's graph reaches. */
+interface Manifest {
   readonly embedderId: string;
   readonly dimensions: number;
-  readonly indexedUpTo: number;
-  /** The owner's `generation` when the graph was saved; absent for owners that do not track one. */
+  readonly graphs: readonly { readonly partition: number; readonly indexedUpTo: number }[];
+  /** The owner's `generation` when the graphs were saved; absent for owners that do not track one. */
   readonly generation?: number;
 }
+
+function isManifest(value: unknown): value is Manifest {
+  if (typeof value !== "object" || value === null) return false;
+  const m = value as Record<string, unknown>;
+  return typeof m["embedderId"] === "string" && typeof m["dimensions"] === "number" && Array.isArray(m["graphs"]);
+}
+
+/** The vectors of one partition (one owner's entries) and the graph over them, once they are many. */
+interface Partition {
+  graph: Usearch.Index | undefined;
+  /** Every seq of the partition at or below this is in its graph; the rest are searched exactly. */
+  indexedUpTo: number;
+  pending: number[];
+  /** Set when a seq is queued below the last queued one, so the queue is sorted before the next slice. */
+  pendingUnsorted: boolean;
+  /** Set when the graph was made or loaded and the partition's vectors it lacks are not queued yet. */
+  needsQueue: boolean;
+  /** Vectors present. */
+  count: number;
+  dirty: boolean;
+}
+
+/** Which partition a vector belongs to: for memory entries, its owner. */
+export type PartitionOf = (seq: number) => number;
 
 function dot(a: Float32Array, aOffset: number, b: Float32Array, dims: number): number {
   let sum = 0;
@@ -39,39 +70,48 @@ function dot(a: Float32Array, aOffset: number, b: Float32Array, dims: number): n
   return sum;
 }
 
+/**
+ * Exact vectors plus one HNSW graph per partition. Partitioned by owner, a search of one owner's entries meets only
+ * that owner's graph: other owners' vectors neither crowd its over-fetch nor slow it.
+ */
 export class VectorIndex {
   readonly dimensions: number;
   readonly embedderId: string;
   readonly #dir: string;
   readonly #logger: Logger;
+  readonly #partitionOf: PartitionOf;
   #matrix: Float32Array;
   #present: Uint8Array;
-  readonly #graph: Usearch.Index;
-  /** Every seq at or below this is in the graph; the rest are searched exactly. */
-  #indexedUpTo = 0;
+  /** seq → its partition, recorded when the vector is added, so removal needs no lookup. */
+  #partitionOfSeq: Int32Array;
+  readonly #partitions = new Map<number, Partition>();
+  /** Some partition has `needsQueue` set. */
+  #queueWanted = false;
   #maxSeq = 0;
-  #pending: number[] = [];
-  /** Set when a seq is queued below the last queued one, so the queue is sorted before the next slice. */
-  #pendingUnsorted = false;
   #indexing = false;
-  #dirty = false;
   #closed = false;
   #saveTimer: NodeJS.Timeout | undefined;
   /**
    * Set by owners whose vectors change in place (updates, deletes) or arrive out of seq order: a count of the
-   * writes the vectors reflect. A saved graph with another generation is stale and is rebuilt instead of loaded.
+   * writes the vectors reflect. Saved graphs with another generation are stale and are rebuilt instead of loaded.
    */
   generation: number | undefined;
 
-  constructor(dir: string, embedderId: string, dimensions: number, logger: Logger) {
+  /** Without `partitionOf`, every vector is in one partition (core nodes: their accept filter scopes the graph). */
+  constructor(dir: string, embedderId: string, dimensions: number, logger: Logger, partitionOf: PartitionOf = () => 0) {
     this.dimensions = dimensions;
     this.embedderId = embedderId;
     this.#dir = dir;
     this.#logger = logger;
+    this.#partitionOf = partitionOf;
     this.#matrix = new Float32Array(1024 * dimensions);
     this.#present = new Uint8Array(1024);
-    this.#graph = new usearch.Index({
-      dimensions,
+    this.#partitionOfSeq = new Int32Array(1024);
+  }
+
+  #newGraph(): Usearch.Index {
+    return new usearch.Index({
+      dimensions: this.dimensions,
       metric: usearch.MetricKind.Cos,
       quantization: usearch.ScalarKind.F16,
       connectivity: 16,
@@ -81,61 +121,100 @@ export class VectorIndex {
     });
   }
 
-  get #graphFile(): string {
-    return path.join(this.#dir, `${this.embedderId.replace(/[^A-Za-z0-9._-]/g, "_")}.usearch`);
+  get #base(): string {
+    return path.join(this.#dir, this.embedderId.replace(/[^A-Za-z0-9._-]/g, "_"));
   }
 
-  get #sidecarFile(): string {
-    return `${this.#graphFile}.json`;
+  #graphFile(partition: number): string {
+    return `${this.#base}.p${partition}.usearch`;
   }
 
+  get #manifestFile(): string {
+    return `${this.#base}.graphs.json`;
+  }
+
+  #partition(partition: number): Partition {
+    let part = this.#partitions.get(partition);
+    if (part === undefined) {
+      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, dirty: false };
+      this.#partitions.set(partition, part);
+    }
+    return part;
+  }
+
+  /** Vectors in the graphs. */
   get size(): number {
-    return this.#graph.size();
+    let size = 0;
+    for (const part of this.#partitions.values()) size += part.graph?.size() ?? 0;
+    return size;
   }
 
   /**
-   * Approximate bytes held in memory: the exact vectors, plus the graph's f16 vectors and its base-layer links
+   * Approximate bytes held in memory: the exact vectors, plus the graphs' f16 vectors and their base-layer links
    * (USearch does not report its own footprint). Storage statistics.
    */
   get memoryBytes(): number {
-    const graph = this.#graph.size() * (this.dimensions * 2 + this.#graph.connectivity() * 2 * 4);
-    return this.#matrix.byteLength + this.#present.byteLength + graph;
+    let graphs = 0;
+    for (const { graph } of this.#partitions.values()) {
+      if (graph !== undefined) graphs += graph.size() * (this.dimensions * 2 + graph.connectivity() * 2 * 4);
+    }
+    return this.#matrix.byteLength + this.#present.byteLength + this.#partitionOfSeq.byteLength + graphs;
   }
 
+  /** The lowest mark of the graphs: every seq at or below it is in its partition's graph, when it has one. */
   get indexedUpTo(): number {
-    return this.#indexedUpTo;
+    let mark: number | undefined;
+    for (const part of this.#partitions.values()) if (part.graph !== undefined) mark = Math.min(mark ?? Infinity, part.indexedUpTo);
+    return mark ?? 0;
   }
 
   /**
-   * Keeps a vector for exact search and queues it for the graph. Replacing the vector of a seq already in the graph,
-   * or adding one at or below the indexed mark (seqs assigned out of order), updates the graph at once.
+   * Keeps a vector for exact search and queues it for its partition's graph. Replacing the vector of a seq already
+   * in the graph, or adding one at or below the indexed mark (seqs assigned out of order), updates the graph at once.
    */
   add(seq: number, vector: Float32Array): void {
     this.#ensureCapacity(seq + 1);
+    const partition = this.#partitionOf(seq);
+    if (this.#present[seq] === 1 && this.#partitionOfSeq[seq] !== partition) this.remove(seq);
     const wasPresent = this.#present[seq] === 1;
     this.#matrix.set(vector.subarray(0, this.dimensions), seq * this.dimensions);
     this.#present[seq] = 1;
+    this.#partitionOfSeq[seq] = partition;
     this.#maxSeq = Math.max(this.#maxSeq, seq);
+    const part = this.#partition(partition);
+    if (!wasPresent) part.count++;
+    const graph = part.graph;
+    if (graph === undefined) {
+      if (part.count > GRAPH_MIN_VECTORS) {
+        part.graph = this.#newGraph();
+        part.needsQueue = true;
+        this.#queueWanted = true;
+      }
+      return;
+    }
     const key = BigInt(seq);
-    if (seq <= this.#indexedUpTo || this.#graph.contains(key)) {
-      if (this.#graph.contains(key)) this.#graph.remove(key);
-      this.#graph.add(key, this.#row(seq));
-      this.#dirty = true;
+    if (seq <= part.indexedUpTo || graph.contains(key)) {
+      if (graph.contains(key)) graph.remove(key);
+      graph.add(key, this.#row(seq));
+      part.dirty = true;
     } else if (!wasPresent) {
-      const last = this.#pending[this.#pending.length - 1];
-      if (last !== undefined && last > seq) this.#pendingUnsorted = true;
-      this.#pending.push(seq);
+      const last = part.pending[part.pending.length - 1];
+      if (last !== undefined && last > seq) part.pendingUnsorted = true;
+      part.pending.push(seq);
     }
   }
 
-  /** Forgets a vector: it is no longer searched, and leaves the graph. */
+  /** Forgets a vector: it is no longer searched, and leaves its graph. */
   remove(seq: number): void {
     if (seq >= this.#present.length || this.#present[seq] !== 1) return;
     this.#present[seq] = 0;
+    const part = this.#partitions.get(this.#partitionOfSeq[seq] as number);
+    if (part === undefined) return;
+    part.count--;
     const key = BigInt(seq);
-    if (this.#graph.contains(key)) {
-      this.#graph.remove(key);
-      this.#dirty = true;
+    if (part.graph?.contains(key) === true) {
+      part.graph.remove(key);
+      part.dirty = true;
     }
   }
 
@@ -148,72 +227,121 @@ export class VectorIndex {
     const present = new Uint8Array(capacity);
     present.set(this.#present);
     this.#present = present;
+    const partitions = new Int32Array(capacity);
+    partitions.set(this.#partitionOfSeq);
+    this.#partitionOfSeq = partitions;
   }
 
-  /** Loads the saved graph when it matches this embedder; vectors newer than it are queued for indexing. */
-  loadGraph(): void {
-    fs.mkdirSync(this.#dir, { recursive: true });
-    try {
-      const sidecar = JSON.parse(fs.readFileSync(this.#sidecarFile, "utf8")) as Sidecar;
-      if (sidecar.embedderId !== this.embedderId || sidecar.dimensions !== this.dimensions) return;
-      if (sidecar.generation !== this.generation) return;
-      this.#graph.load(this.#graphFile);
-      this.#indexedUpTo = sidecar.indexedUpTo;
-      this.#pending = this.#pending.filter((seq) => seq > this.#indexedUpTo);
-    } catch {
-      // Missing or unreadable: the graph is rebuilt from the vectors.
-      this.#indexedUpTo = 0;
+  /** Queues, in one pass over the vectors, what new or loaded graphs lack (above their marks). */
+  #queueUnindexed(): void {
+    if (!this.#queueWanted) return;
+    this.#queueWanted = false;
+    for (let seq = 0; seq <= this.#maxSeq && seq < this.#present.length; seq++) {
+      if (this.#present[seq] !== 1) continue;
+      const part = this.#partitions.get(this.#partitionOfSeq[seq] as number);
+      if (part !== undefined && part.needsQueue && seq > part.indexedUpTo) part.pending.push(seq);
+    }
+    for (const part of this.#partitions.values()) {
+      if (!part.needsQueue) continue;
+      part.needsQueue = false;
+      part.pendingUnsorted = true;
     }
   }
 
-  /** Adds queued vectors to the graph in slices, yielding between them; resolves when the queue is empty. */
+  /** Loads the saved graphs when they match this embedder (and generation); vectors newer than a graph are queued. */
+  loadGraph(): void {
+    fs.mkdirSync(this.#dir, { recursive: true });
+    // The single graph of earlier versions, superseded by per-partition graphs.
+    for (const legacy of [`${this.#base}.usearch`, `${this.#base}.usearch.json`]) fs.rmSync(legacy, { force: true });
+    let manifest: unknown;
+    try {
+      manifest = JSON.parse(fs.readFileSync(this.#manifestFile, "utf8"));
+    } catch {
+      // Missing or unreadable: the graphs are rebuilt from the vectors.
+      return;
+    }
+    if (!isManifest(manifest) || manifest.embedderId !== this.embedderId || manifest.dimensions !== this.dimensions) return;
+    if (manifest.generation !== this.generation) return;
+    for (const { partition, indexedUpTo } of manifest.graphs) {
+      const graph = this.#newGraph();
+      try {
+        graph.load(this.#graphFile(partition));
+      } catch {
+        continue;
+      }
+      const part = this.#partition(partition);
+      part.graph = graph;
+      part.indexedUpTo = indexedUpTo;
+      part.pending = part.pending.filter((seq) => seq > indexedUpTo);
+      part.needsQueue = true;
+      this.#queueWanted = true;
+    }
+  }
+
+  /** Adds queued vectors to the graphs in slices, yielding between them; resolves when every queue is empty. */
   async indexPending(): Promise<void> {
     if (this.#indexing) return;
     this.#indexing = true;
     try {
-      while (this.#pending.length > 0 && !this.#closed) {
-        if (this.#pendingUnsorted) {
-          this.#pending.sort((a, b) => a - b);
-          this.#pendingUnsorted = false;
-        }
-        // Seqs removed while queued are skipped; one removed and re-added may be queued twice, and is added once.
-        const slice = [...new Set(this.#pending.splice(0, INDEX_SLICE))]
-          .filter((seq) => this.#present[seq] === 1 && !this.#graph.contains(BigInt(seq)))
-          .sort((a, b) => a - b);
-        if (slice.length === 0) continue;
-        const keys = new BigUint64Array(slice.map((seq) => BigInt(seq)));
-        const vectors = new Float32Array(slice.length * this.dimensions);
-        slice.forEach((seq, i) => vectors.set(this.#row(seq), i * this.dimensions));
-        this.#graph.add(keys, vectors);
-        // Pending seqs are ascending across slices except for writes racing the loop; only a contiguous
-        // prefix may advance the mark, so exact search keeps covering anything not yet in the graph.
-        if (this.#pending.length === 0 || (this.#pending[0] as number) > (slice[slice.length - 1] as number)) {
-          this.#indexedUpTo = Math.max(this.#indexedUpTo, slice[slice.length - 1] as number);
-        }
-        this.#dirty = true;
-        await new Promise((resolve) => setImmediate(resolve));
+      for (;;) {
+        this.#queueUnindexed();
+        const part = [...this.#partitions.values()].find((p) => p.graph !== undefined && p.pending.length > 0);
+        if (part === undefined || this.#closed) break;
+        await this.#indexSlice(part, part.graph as Usearch.Index);
       }
     } finally {
       this.#indexing = false;
     }
   }
 
+  async #indexSlice(part: Partition, graph: Usearch.Index): Promise<void> {
+    if (part.pendingUnsorted) {
+      part.pending.sort((a, b) => a - b);
+      part.pendingUnsorted = false;
+    }
+    // Seqs removed while queued are skipped; one removed and re-added may be queued twice, and is added once.
+    const slice = [...new Set(part.pending.splice(0, INDEX_SLICE))]
+      .filter((seq) => this.#present[seq] === 1 && !graph.contains(BigInt(seq)))
+      .sort((a, b) => a - b);
+    if (slice.length === 0) return;
+    const keys = new BigUint64Array(slice.map((seq) => BigInt(seq)));
+    const vectors = new Float32Array(slice.length * this.dimensions);
+    slice.forEach((seq, i) => vectors.set(this.#row(seq), i * this.dimensions));
+    graph.add(keys, vectors);
+    // Pending seqs are ascending across slices except for writes racing the loop; only a contiguous
+    // prefix may advance the mark, so exact search keeps covering anything not yet in the graph.
+    if (part.pending.length === 0 || (part.pending[0] as number) > (slice[slice.length - 1] as number)) {
+      part.indexedUpTo = Math.max(part.indexedUpTo, slice[slice.length - 1] as number);
+    }
+    part.dirty = true;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+
   #row(seq: number): Float32Array {
     return this.#matrix.subarray(seq * this.dimensions, (seq + 1) * this.dimensions);
   }
 
-  /** Saves the graph and its sidecar when changed. */
+  /** Saves the changed graphs, then the manifest naming every graph and its mark. */
   save(): void {
-    if (!this.#dirty) return;
+    const graphs = [...this.#partitions].filter(([, part]) => part.graph !== undefined);
+    if (!graphs.some(([, part]) => part.dirty)) return;
     fs.mkdirSync(this.#dir, { recursive: true });
-    const tmp = `${this.#graphFile}.tmp`;
-    this.#graph.save(tmp);
-    fs.renameSync(tmp, this.#graphFile);
-    const sidecar: Sidecar = { embedderId: this.embedderId, dimensions: this.dimensions, indexedUpTo: this.#indexedUpTo, generation: this.generation };
-    fs.writeFileSync(`${this.#sidecarFile}.tmp`, JSON.stringify(sidecar));
-    fs.renameSync(`${this.#sidecarFile}.tmp`, this.#sidecarFile);
-    this.#dirty = false;
-    this.#logger.debug({ size: this.size, indexed_up_to: this.#indexedUpTo }, "vector graph saved");
+    for (const [partition, part] of graphs) {
+      if (!part.dirty) continue;
+      const file = this.#graphFile(partition);
+      (part.graph as Usearch.Index).save(`${file}.tmp`);
+      fs.renameSync(`${file}.tmp`, file);
+      part.dirty = false;
+    }
+    const manifest: Manifest = {
+      embedderId: this.embedderId,
+      dimensions: this.dimensions,
+      graphs: graphs.map(([partition, part]) => ({ partition, indexedUpTo: part.indexedUpTo })),
+      generation: this.generation,
+    };
+    fs.writeFileSync(`${this.#manifestFile}.tmp`, JSON.stringify(manifest));
+    fs.renameSync(`${this.#manifestFile}.tmp`, this.#manifestFile);
+    this.#logger.debug({ size: this.size, graphs: graphs.length }, "vector graphs saved");
   }
 
   /** Saves within SAVE_INTERVAL_MS, once however many changes arrive meanwhile; close() saves at once. */
@@ -238,20 +366,41 @@ export class VectorIndex {
   }
 
   /**
-   * Top `k` admissible entries by cosine similarity. `lists` hold the scope's seqs, each list ascending. Small
-   * scopes are scored exactly; large ones search the graph with growing over-fetch, keep what `accept` admits, and
-   * score exactly the entries newer than the graph. When the graph yields too few admissible entries (a narrow
-   * filter), the admissible candidates are scored exactly, so a narrow filter still returns its best k.
+   * Top `k` admissible entries by cosine similarity. `lists` hold the scope's seqs, each list ascending and within one
+   * partition (one owner's seqs). Each partition is searched on its own: small scopes exactly; large ones through
+   * the partition's graph with growing over-fetch, keeping what `accept` admits and scoring exactly the entries newer
+   * than the graph. When the graph yields too few admissible entries (a narrow filter), the admissible candidates are
+   * scored exactly, so a narrow filter still returns its best k.
    */
   search(query: Float32Array, lists: readonly (readonly number[])[], accept: (seq: number) => boolean, k: number): DenseHit[] {
-    const admissible = (): number[] => lists.flatMap((list) => list.filter((seq) => this.#present[seq] && accept(seq)));
+    const byPartition = new Map<number, (readonly number[])[]>();
+    for (const list of lists) {
+      const first = list[0];
+      if (first === undefined) continue;
+      const partition = first < this.#present.length && this.#present[first] === 1 ? (this.#partitionOfSeq[first] as number) : this.#partitionOf(first);
+      const group = byPartition.get(partition);
+      if (group === undefined) byPartition.set(partition, [list]);
+      else group.push(list);
+    }
+    const found = [...byPartition].flatMap(([partition, group]) => this.#searchPartition(this.#partitions.get(partition), query, group, accept, k));
+    if (byPartition.size <= 1) return found;
+    return found.sort((a, b) => b.similarity - a.similarity || b.seq - a.seq).slice(0, k);
+  }
+
+  #searchPartition(part: Partition | undefined, query: Float32Array, lists: readonly (readonly number[])[], accept: (seq: number) => boolean, k: number): DenseHit[] {
+    const admissible = (): number[] => {
+      const seqs = lists.flatMap((list) => list.filter((seq) => this.#present[seq] && accept(seq)));
+      // Lists of one partition may overlap (a run's global lessons are also the owner's global lessons).
+      return lists.length > 1 ? [...new Set(seqs)] : seqs;
+    };
     const total = lists.reduce((sum, list) => sum + list.length, 0);
-    if (total <= EXACT_SEARCH_LIMIT || this.#graph.size() === 0) return this.#exact(query, admissible(), k);
+    const graph = part?.graph;
+    if (part === undefined || graph === undefined || total <= EXACT_SEARCH_LIMIT || graph.size() === 0) return this.#exact(query, admissible(), k);
     const hits = new Map<number, number>();
     // The first fetch assumes the filter admits most of the graph; narrower filters fetch more.
     for (let fetch = k + 16; ; fetch *= 4) {
-      const size = this.#graph.size();
-      const matches = this.#graph.search(query, Math.min(fetch, size), 0);
+      const size = graph.size();
+      const matches = graph.search(query, Math.min(fetch, size), 0);
       hits.clear();
       for (let i = 0; i < matches.keys.length; i++) {
         const seq = Number(matches.keys[i]);
@@ -262,7 +411,7 @@ export class VectorIndex {
     }
     // Each list is ascending: its entries newer than the graph are a suffix.
     for (const list of lists) {
-      for (let i = list.length - 1; i >= 0 && (list[i] as number) > this.#indexedUpTo; i--) {
+      for (let i = list.length - 1; i >= 0 && (list[i] as number) > part.indexedUpTo; i--) {
         const seq = list[i] as number;
         if (this.#present[seq] && accept(seq)) hits.set(seq, this.similarity(seq, query));
       }

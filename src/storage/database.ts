@@ -1,5 +1,6 @@
 // Opens the one LMDB environment under the data directory, its named databases and the schema version, and lets
 // maintenance swap a replacement environment in while writes are held back.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { open, type Database as LmdbDatabase, type Key, type RootDatabase } from "lmdb";
@@ -41,6 +42,8 @@ export interface Databases {
   readonly jobIdempotency: LmdbDatabase<string, Key>;
   /** [owner, run_id, job_seq] → job_id */
   readonly jobsByRun: LmdbDatabase<string, Key>;
+  /** [owner, job_seq] → job_id: each owner's unfinished jobs, so the worker can serve owners in turn */
+  readonly jobQueueByOwner: LmdbDatabase<string, Key>;
   /** node_id → core node record (without its vector) */
   readonly nodes: LmdbDatabase<unknown, number>;
   /** node_id → Float32 vector bytes of the node */
@@ -55,6 +58,10 @@ export interface Databases {
   readonly coreSnapshots: LmdbDatabase<unknown, Key>;
   /** [owner, run_id, principal_type, principal_id, lane] → "read" | "write": access grants on an owner's runs */
   readonly grants: LmdbDatabase<string, Key>;
+  /** [source seq, derived seq] → null: lineage, which entries were made from which */
+  readonly derivations: LmdbDatabase<null, Key>;
+  /** [owner, run_id] → highest entry seq covered: deleted runs whose entries are still being purged */
+  readonly runTombstones: LmdbDatabase<number, Key>;
 }
 
 /** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
@@ -75,6 +82,7 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   jobQueue: "ingest_job_queue",
   jobIdempotency: "ingest_job_idempotency",
   jobsByRun: "ingest_jobs_by_run",
+  jobQueueByOwner: "ingest_job_queue_by_owner",
   nodes: "core_nodes",
   nodeVectors: "core_node_vectors",
   nodesByOwnerRun: "core_nodes_by_owner_run",
@@ -82,6 +90,8 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   coreSessions: "core_sessions",
   coreSnapshots: "core_session_snapshots",
   grants: "acl_grants",
+  derivations: "entry_derivations",
+  runTombstones: "run_tombstones",
 };
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);
@@ -157,6 +167,21 @@ export class Storage {
 
   get dbs(): Databases {
     return this.#dbs;
+  }
+
+  /**
+   * A digest of every key and value of every database (tests: proof that a failed write left nothing behind). Reads
+   * the whole store: for small test stores only.
+   */
+  fingerprint(): Record<string, string> {
+    const digest: Record<string, string> = {};
+    for (const [field, name] of Object.entries(DATABASE_NAMES)) {
+      const hash = createHash("sha256");
+      const db = this.#dbs[field as keyof Databases] as LmdbDatabase<unknown, Key>;
+      for (const { key, value } of db.getRange()) hash.update(JSON.stringify([key, value instanceof Uint8Array ? Buffer.from(value).toString("base64") : value]));
+      digest[name] = hash.digest("hex");
+    }
+    return digest;
   }
 
   /** Size in bytes of the live environment's data file. */

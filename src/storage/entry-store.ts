@@ -1,75 +1,10 @@
-// Memory entries in LMDB: the record, its indexes, its postings and its vector, all written in one transaction.
+// Memory entries in LMDB: the record, its indexes, its postings, its vector and its lineage links, written, changed
+// and removed together in one transaction; deleted runs are hidden by a tombstone until purged.
 import type { Storage } from "./database.js";
 import { nextSequence } from "./database.js";
+import { ENTRY_RECORD_VERSION, decodeEntry, type EntryAuditEvent, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
-export const ENTRY_TYPES = ["fact", "lesson", "rule", "trace", "working_memory", "archive_block", "checkpoint"] as const;
-export type EntryType = (typeof ENTRY_TYPES)[number];
-export const IMPORTANCE_LEVELS = ["low", "medium", "high", "critical"] as const;
-export type Importance = (typeof IMPORTANCE_LEVELS)[number];
-export const SOURCES = ["agent", "human", "system"] as const;
-
-export interface EntryRecord {
-  readonly v: 1;
-  readonly seq: number;
-  readonly id: string;
-  /** Auth user id of the key that wrote the entry. */
-  readonly owner: number;
-  /** Run (session) scope. */
-  readonly runId: string;
-  readonly agentId: string;
-  /** Logical user the entry is about; "" when none. */
-  readonly userId: string;
-  readonly entryType: EntryType;
-  readonly content: string;
-  /** `run`, `session` or `global` for lessons; "" otherwise. */
-  readonly lessonScope: string;
-  /** `success`, `failure`, `observation`, `rule` or `preference` for lessons; "" otherwise. */
-  readonly lessonType: string;
-  readonly importance: Importance;
-  readonly metadataJson: string;
-  readonly lane: string;
-  /** Unix seconds when the event happened. */
-  readonly occurrenceTime: number;
-  /** Unix milliseconds when the entry was stored. */
-  readonly createdAt: number;
-  /** Id of the entry that superseded this one; "" while current. */
-  readonly supersededBy: string;
-  readonly upsertKey: string;
-  readonly source: string;
-  /** Stable id for Dereference; "" when the entry is not referenceable. */
-  readonly referenceId: string;
-  readonly contentType: string;
-  readonly envTags: readonly string[];
-  /** True when the server derived the entry (reflection, promotion) rather than a caller writing it. */
-  readonly derived: boolean;
-  /** Confidence in [0, 1]; 1 unless learning adjusts it. */
-  readonly confidence: number;
-  /** Number of index terms, for BM25 length normalisation. */
-  readonly termCount: number;
-}
-
-/** What a caller supplies; the store assigns the rest. */
-export type NewEntry = Omit<EntryRecord, "v" | "seq" | "id" | "createdAt" | "supersededBy" | "referenceId" | "termCount">;
-
-/** A new entry with the defaults of a plain write: no lesson fields, medium importance, no lane or upsert key. */
-export function newEntry(fields: Pick<NewEntry, "owner" | "runId" | "entryType" | "content" | "occurrenceTime"> & Partial<NewEntry>): NewEntry {
-  return {
-    agentId: "",
-    userId: "",
-    lessonScope: "",
-    lessonType: "",
-    importance: "medium",
-    metadataJson: "{}",
-    lane: "",
-    upsertKey: "",
-    source: "agent",
-    contentType: "text/plain",
-    envTags: [],
-    derived: false,
-    confidence: 1,
-    ...fields,
-  };
-}
+export * from "./entry-record.js";
 
 export interface PreparedEntry {
   readonly entry: NewEntry;
@@ -105,11 +40,56 @@ export function vectorFromBytes(bytes: Uint8Array): Float32Array {
   return copy;
 }
 
+/** Fields an update may change; absent fields are unchanged. */
+export interface EntryPatch {
+  readonly content?: string;
+  readonly lane?: string;
+  readonly metadataJson?: string;
+  readonly importance?: Importance;
+  readonly confidence?: number;
+  readonly stale?: boolean;
+  readonly lessonScope?: string;
+  readonly validationStatus?: string;
+}
+
+/** Who made a change and why, recorded in the entry's audit trail. */
+export interface ChangeAttribution {
+  readonly reason: string;
+  readonly agentId: string;
+}
+
+export interface UpdatedEntry {
+  readonly before: EntryRecord;
+  readonly after: EntryRecord;
+  /** Names of the fields whose value changed. */
+  readonly changed: readonly string[];
+}
+
+export interface DeletedEntry {
+  readonly record: EntryRecord;
+  /** Entries derived from the deleted one, now marked for review (`lineageReview` = `source_deleted`). */
+  readonly flagged: readonly EntryRecord[];
+}
+
+/** A reader's visibility test, applied inside every lookup by id so that no handler can forget it. */
+export type CanRead = (record: EntryRecord) => boolean;
+
+const tombstoneKey = (owner: number, runId: string): string => `${owner}\u0000${runId}`;
+
 export class EntryStore {
   readonly #storage: Storage;
+  /**
+   * Deleted runs whose entries are still being purged: owner and run → highest seq the deletion covers. Entries under
+   * a tombstone are invisible to every read from the moment the deletion commits; the purge removes them in slices.
+   */
+  readonly #tombstones = new Map<string, number>();
 
   constructor(storage: Storage) {
     this.#storage = storage;
+    for (const { key, value } of storage.dbs.runTombstones.getRange()) {
+      const [owner, runId] = key as [number, string];
+      this.#tombstones.set(tombstoneKey(owner, runId), value);
+    }
   }
 
   /**
@@ -121,17 +101,20 @@ export class EntryStore {
     return prepared.map(({ entry, vector, termFreqs }) => {
       const seq = nextSequence(dbs.meta, "entry");
       const prefix = REFERENCE_PREFIX[entry.entryType];
-      let termCount = 0;
-      for (const tf of termFreqs.values()) termCount += tf;
       const record: EntryRecord = {
         ...entry,
-        v: 1,
+        v: ENTRY_RECORD_VERSION,
         seq,
         id: entryIdOf(seq),
         createdAt: now,
+        updatedAt: now,
         supersededBy: "",
+        stale: false,
         referenceId: prefix === undefined ? "" : `${prefix}_${seq.toString(36)}`,
-        termCount,
+        validationStatus: entry.validationStatus ?? (entry.entryType === "lesson" ? "pending" : ""),
+        lineageReview: "",
+        audit: [],
+        termCount: termCountOf(termFreqs),
       };
       let superseded: EntryRecord | undefined;
       if (record.upsertKey !== "") {
@@ -151,6 +134,10 @@ export class EntryStore {
       dbs.entriesByOwner.put([record.owner, seq], null);
       if (record.referenceId !== "") dbs.references.put(record.referenceId, seq);
       for (const [term, tf] of termFreqs) dbs.postings.put([term, seq], tf);
+      for (const sourceId of record.sourceIds) {
+        const sourceSeq = seqOfEntryId(sourceId);
+        if (sourceSeq !== undefined) dbs.derivations.put([sourceSeq, seq], null);
+      }
       return { record, superseded };
     });
   }
@@ -160,18 +147,150 @@ export class EntryStore {
     return this.#storage.transaction(() => this.writeInTransaction(prepared));
   }
 
+  /**
+   * Changes an entry in place, with its postings and vector when the content changes (`reindex` carries the new
+   * ones), and appends one audit event per changed field. Call inside a write transaction. Returns undefined when
+   * the entry does not exist.
+   */
+  updateInTransaction(
+    seq: number,
+    patch: EntryPatch,
+    by: ChangeAttribution,
+    reindex?: { readonly termFreqs: ReadonlyMap<string, number>; readonly oldTermFreqs: ReadonlyMap<string, number>; readonly vector: Float32Array },
+    now = Date.now(),
+  ): UpdatedEntry | undefined {
+    const { dbs } = this.#storage;
+    const before = this.get(seq);
+    if (before === undefined) return undefined;
+    const changes: EntryAuditEvent[] = [];
+    const next: Record<string, unknown> = { ...before };
+    for (const [field, value] of Object.entries(patch) as [keyof EntryPatch, unknown][]) {
+      if (value === undefined || before[field] === value) continue;
+      next[field] = value;
+      changes.push({ at: now, field, from: auditText(before[field]), to: auditText(value), reason: by.reason, agentId: by.agentId });
+    }
+    if (changes.length === 0) return { before, after: before, changed: [] };
+    let termCount = before.termCount;
+    if (patch.content !== undefined && patch.content !== before.content) {
+      if (reindex === undefined) throw new Error("a content change needs its new postings and vector");
+      for (const term of reindex.oldTermFreqs.keys()) dbs.postings.remove([term, seq]);
+      for (const [term, tf] of reindex.termFreqs) dbs.postings.put([term, seq], tf);
+      dbs.vectors.put(seq, vectorBytes(reindex.vector));
+      termCount = termCountOf(reindex.termFreqs);
+    }
+    const after = { ...(next as unknown as EntryRecord), termCount, updatedAt: now, audit: [...before.audit, ...changes] };
+    dbs.entries.put(seq, after);
+    return { before, after, changed: changes.map((c) => c.field) };
+  }
+
+  /**
+   * Removes an entry and everything derived from it in LMDB: its indexes, postings (`termFreqs` of its content),
+   * vector, reference, upsert key and lineage links; entries derived from it are marked for review. Call inside a
+   * write transaction. Returns undefined when the entry does not exist.
+   */
+  deleteInTransaction(seq: number, termFreqs: ReadonlyMap<string, number>, now = Date.now()): DeletedEntry | undefined {
+    const record = this.#read(seq);
+    if (record === undefined) return undefined;
+    const { dbs } = this.#storage;
+    dbs.entries.remove(seq);
+    dbs.vectors.remove(seq);
+    dbs.entriesByOwnerRun.remove([record.owner, record.runId, seq]);
+    dbs.entriesByRun.remove([record.runId, seq]);
+    dbs.entriesByOwner.remove([record.owner, seq]);
+    if (record.referenceId !== "") dbs.references.remove(record.referenceId);
+    if (record.upsertKey !== "") {
+      const key = [record.owner, record.runId, record.userId, record.upsertKey];
+      if (dbs.upserts.get(key) === seq) dbs.upserts.remove(key);
+    }
+    for (const term of termFreqs.keys()) dbs.postings.remove([term, seq]);
+    for (const sourceId of record.sourceIds) {
+      const sourceSeq = seqOfEntryId(sourceId);
+      if (sourceSeq !== undefined) dbs.derivations.remove([sourceSeq, seq]);
+    }
+    const flagged: EntryRecord[] = [];
+    const derivedSeqs = [...dbs.derivations.getKeys({ start: [seq], end: [seq, Infinity] })].map((key) => (key as [number, number])[1]);
+    for (const derivedSeq of derivedSeqs) {
+      dbs.derivations.remove([seq, derivedSeq]);
+      const derived = this.get(derivedSeq);
+      if (derived === undefined || derived.lineageReview !== "") continue;
+      const event: EntryAuditEvent = { at: now, field: "lineage_review", from: "", to: "source_deleted", reason: `source ${record.id} deleted`, agentId: "" };
+      const marked: EntryRecord = { ...derived, lineageReview: "source_deleted", updatedAt: now, audit: [...derived.audit, event] };
+      dbs.entries.put(derivedSeq, marked);
+      flagged.push(marked);
+    }
+    return { record, flagged };
+  }
+
+  /**
+   * Hides every entry the owner has in the run now, at once, and leaves their removal to `purgeTombstoned`. Call
+   * inside a write transaction, then `tombstoneCommitted` once it is durable. Returns the highest seq it covers, or
+   * undefined when the owner has no entry in the run.
+   */
+  tombstoneRunInTransaction(owner: number, runId: string): number | undefined {
+    const { dbs } = this.#storage;
+    let last: number | undefined;
+    for (const key of dbs.entriesByOwnerRun.getKeys({ start: [owner, runId, Infinity], end: [owner, runId, -1], reverse: true, limit: 1 })) {
+      last = (key as [number, string, number])[2];
+    }
+    if (last === undefined) return undefined;
+    dbs.runTombstones.put([owner, runId], last);
+    return last;
+  }
+
+  tombstoneCommitted(owner: number, runId: string, maxSeq: number): void {
+    this.#tombstones.set(tombstoneKey(owner, runId), maxSeq);
+  }
+
+  /** Runs deleted but not yet purged, for the purge to resume after a restart. */
+  pendingTombstones(): { owner: number; runId: string; maxSeq: number }[] {
+    return [...this.#storage.dbs.runTombstones.getRange()].map(({ key, value }) => {
+      const [owner, runId] = key as [number, string];
+      return { owner, runId, maxSeq: value };
+    });
+  }
+
+  /** Up to `limit` seqs of a tombstoned run still stored, oldest first. */
+  tombstonedSeqs(owner: number, runId: string, maxSeq: number, limit: number): number[] {
+    const keys = this.#storage.dbs.entriesByOwnerRun.getKeys({ start: [owner, runId, 0], end: [owner, runId, maxSeq + 1], limit });
+    return [...keys].map((key) => (key as [number, string, number])[2]);
+  }
+
+  /** The purge of a run is complete: drops its tombstone. Call inside a write transaction. */
+  clearTombstoneInTransaction(owner: number, runId: string): void {
+    this.#storage.dbs.runTombstones.remove([owner, runId]);
+  }
+
+  tombstoneCleared(owner: number, runId: string): void {
+    this.#tombstones.delete(tombstoneKey(owner, runId));
+  }
+
+  /** The raw stored record, tombstoned or not: for the purge. */
+  readStored(seq: number): EntryRecord | undefined {
+    return this.#read(seq);
+  }
+
+  isTombstoned(record: Pick<EntryRecord, "owner" | "runId" | "seq">): boolean {
+    if (this.#tombstones.size === 0) return false;
+    const maxSeq = this.#tombstones.get(tombstoneKey(record.owner, record.runId));
+    return maxSeq !== undefined && record.seq <= maxSeq;
+  }
+
+  /** The entry with this seq, unless deleted. Seqs come from scoped indexes; lookups by id go through `find`. */
   get(seq: number): EntryRecord | undefined {
-    return this.#storage.dbs.entries.get(seq) as EntryRecord | undefined;
+    const record = this.#read(seq);
+    return record === undefined || this.isTombstoned(record) ? undefined : record;
   }
 
-  getById(id: string): EntryRecord | undefined {
-    const seq = seqOfEntryId(id);
-    return seq === undefined ? undefined : this.get(seq);
+  /** The entry with this id (or reference id), when the reader may see it; undefined otherwise, whoever owns it. */
+  find(idOrReference: string, canRead: CanRead): EntryRecord | undefined {
+    const seq = seqOfEntryId(idOrReference) ?? this.#storage.dbs.references.get(idOrReference);
+    const record = seq === undefined ? undefined : this.get(seq);
+    return record !== undefined && canRead(record) ? record : undefined;
   }
 
-  byReference(referenceId: string): EntryRecord | undefined {
-    const seq = this.#storage.dbs.references.get(referenceId);
-    return seq === undefined ? undefined : this.get(seq);
+  #read(seq: number): EntryRecord | undefined {
+    const value = this.#storage.dbs.entries.get(seq);
+    return value === undefined ? undefined : decodeEntry(value, seq);
   }
 
   vector(seq: number): Float32Array | undefined {
@@ -179,14 +298,17 @@ export class EntryStore {
     return bytes === undefined ? undefined : vectorFromBytes(bytes);
   }
 
-  /** Every entry in write order: start-up loads the in-memory catalog from this. */
+  /** Every live entry in write order: start-up loads the in-memory catalog from this. */
   *all(): Generator<EntryRecord> {
-    for (const { value } of this.#storage.dbs.entries.getRange()) yield value as EntryRecord;
+    for (const { key, value } of this.#storage.dbs.entries.getRange()) {
+      const record = decodeEntry(value, key);
+      if (!this.isTombstoned(record)) yield record;
+    }
   }
 
-  /** Every stored vector in write order. */
-  *allVectors(): Generator<{ seq: number; vector: Float32Array }> {
-    for (const { key, value } of this.#storage.dbs.vectors.getRange()) yield { seq: key, vector: vectorFromBytes(value) };
+  /** Every stored vector of a live entry, in write order. */
+  *allVectors(isLive: (seq: number) => boolean): Generator<{ seq: number; vector: Float32Array }> {
+    for (const { key, value } of this.#storage.dbs.vectors.getRange()) if (isLive(key)) yield { seq: key, vector: vectorFromBytes(value) };
   }
 
   /**
@@ -204,18 +326,25 @@ export class EntryStore {
     return page;
   }
 
-  /** Up to `limit` entries with a seq above `afterSeq`, in write order, read at once (see postingsPage). */
+  /** Up to `limit` stored entries with a seq above `afterSeq`, in write order, read at once (see postingsPage). */
   entriesPage(afterSeq: number, limit: number): EntryRecord[] {
     const page: EntryRecord[] = [];
-    for (const { value } of this.#storage.dbs.entries.getRange({ start: afterSeq, exclusiveStart: true, limit })) page.push(value as EntryRecord);
+    for (const { key, value } of this.#storage.dbs.entries.getRange({ start: afterSeq, exclusiveStart: true, limit })) page.push(decodeEntry(value, key));
     return page;
   }
 
   /**
    * Sequence numbers of the entries a reader may see, in one run or across runs, in write order (or reverse),
-   * starting after `afterSeq` when given. `owner` undefined reads every owner's entries (admins).
+   * starting after `afterSeq` when given. `owner` undefined reads every owner's entries (admins). Entries of
+   * deleted runs awaiting their purge are skipped.
    */
   *visibleSeqs(owner: number | undefined, runId: string | undefined, reverse: boolean, afterSeq?: number): Generator<number> {
+    for (const seq of this.#storedSeqs(owner, runId, reverse, afterSeq)) {
+      if (this.#tombstones.size === 0 || this.get(seq) !== undefined) yield seq;
+    }
+  }
+
+  *#storedSeqs(owner: number | undefined, runId: string | undefined, reverse: boolean, afterSeq?: number): Generator<number> {
     const { dbs } = this.#storage;
     const lo = reverse ? 0 : (afterSeq ?? 0) + (afterSeq === undefined ? 0 : 1);
     const hi = reverse ? (afterSeq === undefined ? Infinity : afterSeq - 1) : Infinity;
@@ -244,4 +373,14 @@ export class EntryStore {
     const current = this.#storage.dbs.meta.get("seq:entry");
     return typeof current === "number" ? current : 0;
   }
+}
+
+function termCountOf(termFreqs: ReadonlyMap<string, number>): number {
+  let count = 0;
+  for (const tf of termFreqs.values()) count += tf;
+  return count;
+}
+
+function auditText(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value);
 }

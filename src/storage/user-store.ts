@@ -1,11 +1,16 @@
-// Users and their API keys in LMDB. Only the hash of a key's secret is ever stored.
+// Users and their API keys in LMDB, decoded on every read. Only the hash of a key's secret is ever stored.
 import type { Storage } from "./database.js";
 import { nextSequence } from "./database.js";
+import { checkVersions, decodeOptional, openRecord } from "./record-codec.js";
 
-export type Role = "admin" | "user";
+export const ROLES = ["admin", "user"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** The record version this build writes and reads, of users and keys alike. */
+export const USER_RECORD_VERSION = 1;
 
 export interface UserRecord {
-  readonly v: 1;
+  readonly v: typeof USER_RECORD_VERSION;
   readonly userId: number;
   readonly username: string;
   readonly role: Role;
@@ -15,12 +20,36 @@ export interface UserRecord {
 }
 
 export interface KeyRecord {
-  readonly v: 1;
+  readonly v: typeof USER_RECORD_VERSION;
   readonly keyId: string;
   readonly username: string;
   readonly secretHash: string;
   readonly createdAt: string;
   readonly revokedAt: string | undefined;
+}
+
+export function decodeUser(username: string, value: unknown): UserRecord {
+  const r = openRecord("users", username, value, USER_RECORD_VERSION);
+  return {
+    v: USER_RECORD_VERSION,
+    userId: r.integer("userId"),
+    username: r.string("username"),
+    role: r.oneOf("role", ROLES),
+    createdAt: r.string("createdAt"),
+    activeKeyId: r.optionalString("activeKeyId"),
+  };
+}
+
+export function decodeKey(keyId: string, value: unknown): KeyRecord {
+  const r = openRecord("keys", keyId, value, USER_RECORD_VERSION);
+  return {
+    v: USER_RECORD_VERSION,
+    keyId: r.string("keyId"),
+    username: r.string("username"),
+    secretHash: r.string("secretHash"),
+    createdAt: r.string("createdAt"),
+    revokedAt: r.optionalString("revokedAt"),
+  };
 }
 
 export interface NewKey {
@@ -31,21 +60,24 @@ export interface NewKey {
 export class UserStore {
   readonly #storage: Storage;
 
+  /** Opens the store; throws RecordVersionError when a user or key was written by another schema version. */
   constructor(storage: Storage) {
     this.#storage = storage;
+    checkVersions("users", storage.dbs.users, USER_RECORD_VERSION);
+    checkVersions("keys", storage.dbs.keys, USER_RECORD_VERSION);
   }
 
   get(username: string): UserRecord | undefined {
-    return this.#storage.dbs.users.get(username) as UserRecord | undefined;
+    return decodeOptional(this.#storage.dbs.users.get(username), (value) => decodeUser(username, value));
   }
 
   getKey(keyId: string): KeyRecord | undefined {
-    return this.#storage.dbs.keys.get(keyId) as KeyRecord | undefined;
+    return decodeOptional(this.#storage.dbs.keys.get(keyId), (value) => decodeKey(keyId, value));
   }
 
   list(): UserRecord[] {
     const users: UserRecord[] = [];
-    for (const { value } of this.#storage.dbs.users.getRange()) users.push(value as UserRecord);
+    for (const { key, value } of this.#storage.dbs.users.getRange()) users.push(decodeUser(key, value));
     return users.sort((a, b) => a.userId - b.userId);
   }
 
@@ -57,10 +89,10 @@ export class UserStore {
   async create(username: string, role: Role, key: NewKey): Promise<UserRecord | undefined> {
     return this.#storage.transaction(() => {
       const { dbs } = this.#storage;
-      if (dbs.users.get(username) !== undefined) return undefined;
+      if (this.get(username) !== undefined) return undefined;
       const now = new Date().toISOString();
       const user: UserRecord = {
-        v: 1,
+        v: USER_RECORD_VERSION,
         userId: nextSequence(dbs.meta, "user"),
         username,
         role,
@@ -77,7 +109,7 @@ export class UserStore {
   async rotate(username: string, key: NewKey): Promise<UserRecord | undefined> {
     return this.#storage.transaction(() => {
       const { dbs } = this.#storage;
-      const user = dbs.users.get(username) as UserRecord | undefined;
+      const user = this.get(username);
       if (user === undefined) return undefined;
       const now = new Date().toISOString();
       this.#revokeKey(user.activeKeyId, now);
@@ -92,7 +124,7 @@ export class UserStore {
   async revoke(username: string): Promise<{ user: UserRecord; revoked: boolean } | undefined> {
     return this.#storage.transaction(() => {
       const { dbs } = this.#storage;
-      const user = dbs.users.get(username) as UserRecord | undefined;
+      const user = this.get(username);
       if (user === undefined) return undefined;
       if (user.activeKeyId === undefined) return { user, revoked: false };
       this.#revokeKey(user.activeKeyId, new Date().toISOString());
@@ -103,11 +135,11 @@ export class UserStore {
 
   #revokeKey(keyId: string | undefined, now: string): void {
     if (keyId === undefined) return;
-    const record = this.#storage.dbs.keys.get(keyId) as KeyRecord | undefined;
+    const record = this.getKey(keyId);
     if (record !== undefined) this.#storage.dbs.keys.put(keyId, { ...record, revokedAt: now });
   }
 
   #keyRecord(username: string, key: NewKey, now: string): KeyRecord {
-    return { v: 1, keyId: key.keyId, username, secretHash: key.secretHash, createdAt: now, revokedAt: undefined };
+    return { v: USER_RECORD_VERSION, keyId: key.keyId, username, secretHash: key.secretHash, createdAt: now, revokedAt: undefined };
   }
 }

@@ -1,4 +1,5 @@
-// Serves HTTP/1.1 and cleartext HTTP/2 on one socket: the first bytes of a connection pick the protocol.
+// Serves HTTP/1.1 and cleartext HTTP/2 on one socket: the first bytes of a connection pick the protocol. Every
+// connection is bounded in time: its first bytes and HTTP/1.1 headers must arrive promptly, and idle connections close.
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -10,25 +11,81 @@ export type RequestListener = (
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
+export interface ConnectionTimeouts {
+  /** A connection's first bytes (enough to pick the protocol) and an HTTP/1.1 request's headers must arrive within this. */
+  readonly headersTimeoutMs: number;
+  /** A whole HTTP/1.1 request must arrive within this. */
+  readonly requestTimeoutMs: number;
+  /** An HTTP/1.1 keep-alive connection between requests, or an HTTP/2 session with no open stream, closes after this. */
+  readonly idleTimeoutMs: number;
+}
+
 export interface OnePortServer {
   readonly port: number;
   close(): Promise<void>;
 }
 
-export async function listenOnePort(listener: RequestListener, port: number, host: string): Promise<OnePortServer> {
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, listener);
+/**
+ * How often Node checks HTTP/1.1 requests against headersTimeout and requestTimeout. Its default (30 s) would let a
+ * stalled request outlive a short timeout by that much; a quarter of the shorter timeout, within [25 ms, 1 s], does not.
+ */
+function checkingIntervalMs(timeouts: ConnectionTimeouts): number {
+  return Math.min(1000, Math.max(25, Math.floor(Math.min(timeouts.headersTimeoutMs, timeouts.requestTimeoutMs) / 4)));
+}
+
+/**
+ * Closes (GOAWAY) an HTTP/2 session once it has had no open stream for idleMs. A stream in progress — a long-lived
+ * server stream included — keeps the session open however quiet it is.
+ */
+function closeWhenIdle(session: http2.ServerHttp2Session, idleMs: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    timer = setTimeout(() => session.close(), idleMs);
+    timer.unref();
+  };
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      open--;
+      if (open === 0 && !session.closed && !session.destroyed) arm();
+    });
+  });
+  session.once("close", () => clearTimeout(timer));
+  arm();
+}
+
+export async function listenOnePort(listener: RequestListener, port: number, host: string, timeouts: ConnectionTimeouts): Promise<OnePortServer> {
+  const h1 = http.createServer(
+    {
+      keepAliveTimeout: timeouts.idleTimeoutMs,
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      connectionsCheckingInterval: checkingIntervalMs(timeouts),
+    },
+    listener,
+  );
+  // Node starts enforcing headersTimeout and requestTimeout when the server emits "listening"; this one never listens
+  // (connections are handed to it below), so it is told here.
+  h1.emit("listening");
   const h2 = http2.createServer({}, listener);
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
-  h2.on("session", (session) => {
+  h2.on("session", (session: http2.ServerHttp2Session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
+    closeWhenIdle(session, timeouts.idleTimeoutMs);
   });
 
   const server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
+    // A connection that never sends enough bytes to pick a protocol is closed, not held open.
+    const sniffTimer = setTimeout(() => socket.destroy(), timeouts.headersTimeoutMs);
+    sniffTimer.unref();
+    socket.once("close", () => clearTimeout(sniffTimer));
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer): void => {
       head = Buffer.concat([head, chunk]);
@@ -36,6 +93,7 @@ export async function listenOnePort(listener: RequestListener, port: number, hos
       const couldBeH2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       // Wait for enough bytes to tell "PRI * HTTP/2.0" from an HTTP/1.1 request line.
       if (couldBeH2 && n < H2_PREFACE.length) return;
+      clearTimeout(sniffTimer);
       socket.off("data", onData);
       socket.pause();
       socket.unshift(head);
@@ -67,6 +125,8 @@ export async function listenOnePort(listener: RequestListener, port: number, hos
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
       h1.closeIdleConnections();
+      // Stops the timeout checks started above; the server itself was never listening, which close() reports.
+      h1.close(() => undefined);
       for (const socket of sockets) socket.destroy();
       await closed;
     },

@@ -3,9 +3,11 @@
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { boundedMessage } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import type { HttpGateway } from "./gateway/gateway.js";
 import type { RequestListener } from "./one-port-server.js";
+import { guardRpcRequest } from "./rpc-request-guard.js";
 
 export function createRouter(interceptors: Interceptor[], maxRequestBytes: number): ConnectRouter {
   return createConnectRouter({
@@ -20,16 +22,17 @@ export function createRouter(interceptors: Interceptor[], maxRequestBytes: numbe
 /**
  * The gRPC spec percent-encodes only bytes outside printable ASCII (and `%`) in `grpc-message`; connect-node encodes
  * like encodeURIComponent, and clients that decode per spec (grpc-js uses decodeURI) then show `%3A` for `:`.
- * Re-encoding the message per spec makes error messages read the same in every client.
+ * Re-encoding the message per spec makes error messages read the same in every client. The message is also cut to a
+ * bounded length: a trailer larger than the client accepts resets the stream, and the caller would see no message.
  */
 function specEncode(message: string): string {
   let decoded: string;
   try {
     decoded = decodeURIComponent(message);
   } catch {
-    return message;
+    decoded = message;
   }
-  return Array.from(Buffer.from(decoded, "utf8"))
+  return Array.from(Buffer.from(boundedMessage(decoded), "utf8"))
     .map((byte) => (byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`))
     .join("");
 }
@@ -63,7 +66,7 @@ export function requestListener(router: ConnectRouter, gateway: HttpGateway, log
       void gateway.handle(req, res);
       return;
     }
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const uReq = guardRpcRequest(universalRequestFromNodeRequest(req, res, undefined, undefined), handler.method, req, res, gateway.maxBodyBytes);
     handler(uReq)
       .then((uRes) => universalResponseToNodeResponse(withSpecGrpcMessage(uRes), res))
       .catch((e: unknown) => logger.warn({ err: e, rpc: path }, "rpc response aborted"));

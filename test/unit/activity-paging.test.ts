@@ -55,6 +55,7 @@ function newEntry(over: Partial<NewEntry> = {}): NewEntry {
     envTags: [],
     derived: false,
     confidence: 1,
+    sourceIds: [],
     ...over,
   };
 }
@@ -298,13 +299,13 @@ describe("ListActivity", () => {
     await put([newEntry({ owner: BOB.userId, runId: "shared-run", content: "bob's" })]);
     await put([newEntry({ owner: BOB.userId, runId: "bob-run", content: "bob's other" })]);
     const contents = async (who: Principal, runId: string) =>
-      (await pageAll(who, { runId, limit: 500, sort: "asc" })).map((id) => store.getById(id)?.content);
+      (await pageAll(who, { runId, limit: 500, sort: "asc" })).map((id) => store.find(id, () => true)?.content);
     expect(await contents(ALICE, "shared-run")).toEqual(["alice's"]);
     expect(await contents(BOB, "shared-run")).toEqual(["bob's"]);
     expect(await contents(ADMIN, "shared-run")).toEqual(["alice's", "bob's"]);
     expect(await contents(BOB, "")).toEqual(["bob's", "bob's other"]);
     const aliceAll = await list(ALICE, { limit: 500 });
-    expect(aliceAll.entries.every((e) => store.getById(e.id)?.owner === ALICE.userId)).toBe(true);
+    expect(aliceAll.entries.every((e) => store.find(e.id, () => true)?.owner === ALICE.userId)).toBe(true);
     expect(new Set(aliceAll.entries.map((e) => e.runId)).size).toBeGreaterThan(1);
     const adminAll = await list(ADMIN, { limit: 1 });
     expect(adminAll.totalVisible).toBe(aliceAll.totalVisible + 2);
@@ -330,7 +331,7 @@ describe("ListActivity", () => {
       // Newest-first never reaches entries newer than its first page; oldest-first may run into them at its end.
       if (sort === "desc") expect(unexpected).toEqual([]);
       else expect(unexpected.every((id) => appended.includes(id))).toBe(true);
-      const seqs = ids.map((id) => store.getById(id)?.seq ?? -1);
+      const seqs = ids.map((id) => store.find(id, () => true)?.seq ?? -1);
       expect(seqs).toEqual([...seqs].sort((a, b) => (sort === "asc" ? a - b : b - a)));
     });
   }
@@ -438,7 +439,7 @@ describe("AppendActivity", () => {
       output_ref: "out://1",
       ts: "2024-05-01T14:00:00+02:00",
     });
-    expect(store.getById(res.eventId)?.owner).toBe(ALICE.userId);
+    expect(store.find(res.eventId, () => true)?.owner).toBe(ALICE.userId);
     expect((await list(BOB, { runId: "act-run" })).totalVisible).toBe(0);
   });
 
@@ -460,7 +461,7 @@ describe("AppendActivity", () => {
     const before = Math.floor(Date.now() / 1000);
     const res = await append(BOB, { runId: "act-run-2", agentId: "req-agent", activity: { type: "message", payload: "hello", agentId: "rec-agent" } });
     const after = Math.floor(Date.now() / 1000);
-    const record = store.getById(res.eventId);
+    const record = store.find(res.eventId, () => true);
     expect(record?.agentId).toBe("rec-agent");
     expect(record?.occurrenceTime).toBeGreaterThanOrEqual(before);
     expect(record?.occurrenceTime).toBeLessThanOrEqual(after);

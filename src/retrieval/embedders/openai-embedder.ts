@@ -1,10 +1,17 @@
-// Embeddings from any OpenAI-compatible /v1/embeddings endpoint (OpenAI, vLLM, Ollama, LM Studio, TEI, LiteLLM…).
+// Embeddings from any OpenAI-compatible /v1/embeddings endpoint (OpenAI, vLLM, Ollama, LM Studio, TEI, LiteLLM…),
+// with transient failures (network, timeout, 408, 429, 5xx) retried with capped exponential backoff and jitter.
+import { setTimeout as sleep } from "node:timers/promises";
 import { normalize, type Embedder } from "../embedder.js";
 
 /** OpenAI's own limit is 2,048 inputs a request; many compatible servers accept far fewer. */
 const MAX_BATCH = 256;
 /** How much of an error response's body goes into the thrown message. */
 const BODY_EXCERPT = 300;
+const DEFAULT_MAX_RETRIES = 3;
+const DEFAULT_RETRY_BASE_MS = 500;
+const DEFAULT_RETRY_MAX_DELAY_MS = 30_000;
+/** Statuses worth another attempt: the request may succeed unchanged later. Any other 4xx never will. */
+const TRANSIENT_STATUS = (status: number): boolean => status === 408 || status === 429 || status >= 500;
 
 export interface OpenAiEmbedderOptions {
   /** The endpoint ("https://api.openai.com/v1/embeddings") or its base ("https://api.openai.com/v1", "http://host:8000"). */
@@ -18,6 +25,39 @@ export interface OpenAiEmbedderOptions {
   readonly dimensions?: number;
   /** Inputs per request, 1–256; default 256. */
   readonly batchSize?: number;
+  /** Retries of a request after a transient failure (network, timeout, 408, 429, 5xx); default 3, 0 never retries. */
+  readonly maxRetries?: number;
+  /** First backoff in ms, doubled on each retry, with jitter; default 500. */
+  readonly retryBaseMs?: number;
+  /** Longest wait before a retry, also for a server's Retry-After; default 30 000 ms. */
+  readonly retryMaxDelayMs?: number;
+}
+
+/** One failed attempt: whether another may succeed, and how long the server asked us to wait (Retry-After). */
+class AttemptError extends Error {
+  readonly transient: boolean;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, transient: boolean, retryAfterMs?: number) {
+    super(message);
+    this.transient = transient;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** Retry-After as milliseconds from now: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
+  if (header === null || header.trim() === "") return undefined;
+  const value = header.trim();
+  if (/^\d+(\.\d+)?$/u.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Backoff before retry `retry` (1-based): base·2^(retry−1), capped, then "equal jitter" (half fixed, half random). */
+export function backoffMs(retry: number, baseMs: number, maxMs: number, random = Math.random): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** (retry - 1));
+  return ceiling / 2 + random() * (ceiling / 2);
 }
 
 /** Turns a base URL into the embeddings endpoint; a URL already naming it is kept. */
@@ -41,6 +81,9 @@ export class OpenAiEmbedder implements Embedder {
   readonly #apiKey: string | undefined;
   readonly #timeoutMs: number;
   readonly #batchSize: number;
+  readonly #maxRetries: number;
+  readonly #retryBaseMs: number;
+  readonly #retryMaxDelayMs: number;
   #dimensions: number | undefined;
 
   constructor(options: OpenAiEmbedderOptions) {
@@ -53,6 +96,11 @@ export class OpenAiEmbedder implements Embedder {
     if (options.dimensions !== undefined && !(Number.isInteger(options.dimensions) && options.dimensions > 0)) {
       throw new Error("OpenAiEmbedder dimensions must be a positive integer");
     }
+    const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new Error("OpenAiEmbedder maxRetries must be a non-negative integer");
+    const retryBaseMs = options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
+    const retryMaxDelayMs = options.retryMaxDelayMs ?? DEFAULT_RETRY_MAX_DELAY_MS;
+    if (!(retryBaseMs > 0) || !(retryMaxDelayMs >= 0)) throw new Error("OpenAiEmbedder retryBaseMs must be positive and retryMaxDelayMs not negative");
     this.model = options.model;
     this.id = `openai:${options.model}`;
     this.#endpoint = endpointOf(options.url);
@@ -60,6 +108,9 @@ export class OpenAiEmbedder implements Embedder {
     this.#apiKey = options.apiKey === "" ? undefined : options.apiKey;
     this.#timeoutMs = options.timeoutMs;
     this.#batchSize = batchSize;
+    this.#maxRetries = maxRetries;
+    this.#retryBaseMs = retryBaseMs;
+    this.#retryMaxDelayMs = retryMaxDelayMs;
     this.#dimensions = options.dimensions;
   }
 
@@ -100,10 +151,30 @@ export class OpenAiEmbedder implements Embedder {
   }
 
   /**
-   * One POST; every failure becomes an Error naming the endpoint and model. The original error is not attached as
-   * `cause`: a malformed key makes fetch quote the header value, so only a redacted message goes through.
+   * POSTs until an attempt succeeds, fails for good (a 4xx other than 408/429, a malformed body) or the retries run
+   * out; then throws the last attempt's error, saying how many attempts were made when there was more than one.
    */
   async #post(inputs: string[]): Promise<unknown> {
+    for (let retry = 0; ; retry++) {
+      try {
+        return await this.#attempt(inputs);
+      } catch (e: unknown) {
+        if (!(e instanceof AttemptError)) throw e;
+        if (!e.transient || retry >= this.#maxRetries) {
+          throw new Error(retry === 0 ? e.message : `${e.message} (gave up after ${retry + 1} attempts)`);
+        }
+        const backoff = backoffMs(retry + 1, this.#retryBaseMs, this.#retryMaxDelayMs);
+        // A server's Retry-After wins over our own backoff, within the same cap.
+        await sleep(Math.min(this.#retryMaxDelayMs, e.retryAfterMs ?? backoff));
+      }
+    }
+  }
+
+  /**
+   * One POST; every failure becomes an AttemptError naming the endpoint and model. The original error is not attached
+   * as `cause`: a malformed key makes fetch quote the header value, so only a redacted message goes through.
+   */
+  async #attempt(inputs: string[]): Promise<unknown> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
     const signal = AbortSignal.timeout(this.#timeoutMs);
@@ -118,18 +189,22 @@ export class OpenAiEmbedder implements Embedder {
       });
       text = await response.text();
     } catch (e: unknown) {
-      if (signal.aborted) throw new Error(`${this.#failure()}: timed out after ${this.#timeoutMs} ms`);
+      if (signal.aborted) throw new AttemptError(`${this.#failure()}: timed out after ${this.#timeoutMs} ms`, true);
       const reason = e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e);
-      throw new Error(`${this.#failure()}: ${this.#redact(reason)}`);
+      throw new AttemptError(`${this.#failure()}: ${this.#redact(reason)}`, true);
     }
     if (!response.ok) {
       const excerpt = this.#redact(text).slice(0, BODY_EXCERPT).trim();
-      throw new Error(`${this.#failure()}: HTTP ${response.status}${excerpt === "" ? "" : `: ${excerpt}`}`);
+      throw new AttemptError(
+        `${this.#failure()}: HTTP ${response.status}${excerpt === "" ? "" : `: ${excerpt}`}`,
+        TRANSIENT_STATUS(response.status),
+        retryAfterMs(response.headers.get("retry-after")),
+      );
     }
     try {
       return JSON.parse(text) as unknown;
     } catch {
-      throw new Error(`${this.#failure()}: the response is not JSON`);
+      throw new AttemptError(`${this.#failure()}: the response is not JSON`, false);
     }
   }
 

@@ -5,7 +5,7 @@ import { AuthService, type AuthUser } from "../../../gen/engram/v2/auth_service_
 import { callerOf, isAdmin, type Principal } from "../../auth/principal.js";
 import { mintApiKey } from "../../auth/api-key.js";
 import type { UserRecord, UserStore, Role } from "../../storage/user-store.js";
-import { invalidArgument, notFound, permissionDenied } from "../../platform/errors.js";
+import { invalidArgument, notFound, permissionDenied, quoted } from "../../platform/errors.js";
 
 const USERNAME = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -21,7 +21,7 @@ function validUsername(username: string): string {
 function parseRole(role: string): Role {
   if (role === "" || role === "user") return "user";
   if (role === "admin") return "admin";
-  throw invalidArgument("role", `must be "user" or "admin", got "${role}"`);
+  throw invalidArgument("role", `must be "user" or "admin", got ${quoted(role)}`);
 }
 
 export function authService(users: UserStore, instanceTag: string): Partial<ServiceImpl<typeof AuthService>> {

@@ -5,14 +5,13 @@ import type { HandlerContext } from "@connectrpc/connect";
 import type { SubscribeCoreEventsRequest, SubscribeCoreEventsResponseSchema } from "../../../gen/engram/v2/core_service_pb.js";
 import type { AccessControl } from "../../acl/access-control.js";
 import { callerOf } from "../../auth/principal.js";
-import type { CoreFilter, Delivery, SubscriptionRegistry } from "../../core/subscriptions.js";
-import { invalidArgument, notFound } from "../../platform/errors.js";
+import type { CoreFilter, CoreFilterType, Delivery, SubscriptionRegistry } from "../../core/subscriptions.js";
+import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import type { Embedder } from "../../retrieval/embedder.js";
 import { bounded, content, required } from "../memory/validate.js";
 import type { CoreHandlers } from "./core-service.js";
 
 export const DEFAULT_SEMANTIC_THRESHOLD = 0.8;
-const FILTER_TYPES = ["all", "node", "semantic", "session"] as const;
 
 /** Where a live node sits, for checking that the caller may watch it. */
 export interface NodeLocation {
@@ -31,36 +30,43 @@ export interface PubsubDeps {
 
 type EventMessage = MessageInitShape<typeof SubscribeCoreEventsResponseSchema>;
 
+type FilterParser = (deps: PubsubDeps, req: SubscribeCoreEventsRequest, ctx: HandlerContext) => CoreFilter | Promise<CoreFilter>;
+
+/** How each filter type is read from a request: its keys are the one list of filter types the API accepts. */
+const FILTER_PARSERS: { readonly [K in CoreFilterType]: FilterParser } = {
+  all: () => ({ kind: "all" }),
+  node: (deps, req, ctx) => {
+    if (req.nodeId === 0n) throw invalidArgument("node_id", "is required when filter_type is node");
+    const node = deps.locateNode(req.nodeId);
+    // Another user's node answers as if it did not exist, unless the caller may read it.
+    if (node === undefined || !deps.acl.allows(callerOf(ctx), node.owner, node.runId, node.lane, "read")) {
+      throw notFound(`node ${req.nodeId}`);
+    }
+    return { kind: "node", nodeId: req.nodeId };
+  },
+  semantic: async (deps, req) => {
+    const text = content("query_text", req.queryText);
+    const threshold = req.threshold ?? DEFAULT_SEMANTIC_THRESHOLD;
+    if (Number.isNaN(threshold)) throw invalidArgument("threshold", "must be a number");
+    const [vector] = await deps.embedder.embed([text]);
+    if (vector === undefined) throw new Error("embedder returned no vector");
+    return { kind: "semantic", vector, threshold: Math.min(1, Math.max(0, threshold)) };
+  },
+  session: (_deps, req) => ({ kind: "session", sessionId: required("session_id", req.sessionId) }),
+};
+
+export const FILTER_TYPES = Object.keys(FILTER_PARSERS) as readonly CoreFilterType[];
+
+function isFilterType(type: string): type is CoreFilterType {
+  return (FILTER_TYPES as readonly string[]).includes(type);
+}
+
 /** Validates the request into a filter; every problem is INVALID_ARGUMENT (or NOT_FOUND) before the stream opens. */
 async function filterOf(deps: PubsubDeps, req: SubscribeCoreEventsRequest, ctx: HandlerContext): Promise<CoreFilter> {
   const type = req.filterType.trim().toLowerCase();
-  switch (type) {
-    case "":
-      throw invalidArgument("filter_type", `is required: one of ${FILTER_TYPES.join(", ")}`);
-    case "all":
-      return { kind: "all" };
-    case "node": {
-      if (req.nodeId === 0n) throw invalidArgument("node_id", "is required when filter_type is node");
-      const node = deps.locateNode(req.nodeId);
-      // Another user's node answers as if it did not exist, unless the caller may read it.
-      if (node === undefined || !deps.acl.allows(callerOf(ctx), node.owner, node.runId, node.lane, "read")) {
-        throw notFound(`node ${req.nodeId}`);
-      }
-      return { kind: "node", nodeId: req.nodeId };
-    }
-    case "semantic": {
-      const text = content("query_text", req.queryText);
-      const threshold = req.threshold ?? DEFAULT_SEMANTIC_THRESHOLD;
-      if (Number.isNaN(threshold)) throw invalidArgument("threshold", "must be a number");
-      const [vector] = await deps.embedder.embed([text]);
-      if (vector === undefined) throw new Error("embedder returned no vector");
-      return { kind: "semantic", vector, threshold: Math.min(1, Math.max(0, threshold)) };
-    }
-    case "session":
-      return { kind: "session", sessionId: required("session_id", req.sessionId) };
-    default:
-      throw invalidArgument("filter_type", `must be one of ${FILTER_TYPES.join(", ")}; got "${req.filterType}"`);
-  }
+  if (type === "") throw invalidArgument("filter_type", `is required: one of ${FILTER_TYPES.join(", ")}`);
+  if (!isFilterType(type)) throw invalidArgument("filter_type", `must be one of ${FILTER_TYPES.join(", ")}; got ${quoted(req.filterType)}`);
+  return FILTER_PARSERS[type](deps, req, ctx);
 }
 
 /** The event as the spec shapes it: only the fields of its type are set. */
@@ -90,7 +96,8 @@ export function pubsubHandlers(deps: PubsubDeps): CoreHandlers {
       const caller = callerOf(ctx);
       const runId = bounded("run_id", req.runId);
       const filter = await filterOf(deps, req, ctx);
-      // Registered before `subscribed` is sent, so no event committed after the client sees its id is missed.
+      // Registered before `subscribed` is sent, so no event committed after the client sees its id is missed. Over
+      // the caller's cap this throws RESOURCE_EXHAUSTED, before the stream opens (HTTP 429).
       const subscription = deps.registry.open(caller, filter, runId);
       try {
         yield { type: "subscribed", subscriptionId: subscription.id };

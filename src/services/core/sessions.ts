@@ -1,10 +1,10 @@
 // Transactional session routes: create (optionally nested), commit (refusing conflicts unless a merge strategy is
-// named), drop, snapshot under a name, load a snapshot.
+// named), drop, snapshot under a name, load a snapshot. Commit and snapshot also take the session as `session_id`.
 import { callerOf } from "../../auth/principal.js";
 import type { CoreData } from "../../core/core-data.js";
 import { isoTime } from "../../core/node-record.js";
 import { MERGE_STRATEGIES, type MergeStrategy } from "../../core/session-commit.js";
-import { invalidArgument } from "../../platform/errors.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
 import { bounded, required } from "../memory/validate.js";
 import type { CoreHandlers } from "./core-service.js";
 
@@ -22,9 +22,20 @@ function mergeStrategy(value: string): MergeStrategy {
   if (value === "") return "refuse";
   const match = MERGE_STRATEGIES.find((s) => s === value.toLowerCase());
   if (match === undefined) {
-    throw invalidArgument("merge_strategy", `must be empty (refuse conflicts) or one of ${MERGE_STRATEGIES.join(", ")}; got "${value}"`);
+    throw invalidArgument("merge_strategy", `must be empty (refuse conflicts) or one of ${MERGE_STRATEGIES.join(", ")}; got ${quoted(value)}`);
   }
   return match;
+}
+
+/**
+ * The session a commit or snapshot names: `id` (the path parameter over HTTP) or `session_id`, which older clients send
+ * in the body as well; when both are set they must agree.
+ */
+function sessionIdOf(req: { readonly id: string; readonly sessionId: string }): string {
+  if (req.id !== "" && req.sessionId !== "" && req.id !== req.sessionId) {
+    throw invalidArgument("session_id", `is ${quoted(req.sessionId)} but the request names session ${quoted(req.id)} as id; send one of them, or the same value`);
+  }
+  return req.id !== "" ? required("id", req.id) : required("session_id", req.sessionId);
 }
 
 export function sessionHandlers(core: CoreData): CoreHandlers {
@@ -35,7 +46,7 @@ export function sessionHandlers(core: CoreData): CoreHandlers {
     },
 
     async commitCoreSession(req, ctx) {
-      const id = required("id", req.id);
+      const id = sessionIdOf(req);
       const outcome = await core.commit(callerOf(ctx), id, mergeStrategy(req.mergeStrategy));
       return { success: true, appliedWrites: outcome.applied, skippedWrites: outcome.skipped };
     },
@@ -46,7 +57,7 @@ export function sessionHandlers(core: CoreData): CoreHandlers {
     },
 
     async snapshotCoreSession(req, ctx) {
-      const id = required("id", req.id);
+      const id = sessionIdOf(req);
       const name = req.path === "" ? `${id}-${Date.now()}` : snapshotName("path", req.path);
       const outcome = await core.lifecycle.snapshot(callerOf(ctx), id, name);
       return { success: true, path: outcome.name, writeCount: outcome.writeCount };

@@ -4,7 +4,7 @@ import { EventsService } from "../../../gen/engram/v2/events_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
 import type { EventBus } from "../../events/event-bus.js";
 import { CONTROL_EVENT_TYPES } from "../../events/event-types.js";
-import { invalidArgument } from "../../platform/errors.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
 
 /** Accepts exact types and `prefix.*` patterns (the HTTP gateway has already split lists and JSON arrays). */
 function eventTypeFilter(values: readonly string[]): string[] {
@@ -15,11 +15,11 @@ function eventTypeFilter(values: readonly string[]): string[] {
       if (t.endsWith(".*")) {
         const prefix = t.slice(0, -1);
         if (!CONTROL_EVENT_TYPES.some((known) => known.startsWith(prefix))) {
-          throw invalidArgument("event_types", `no event type matches "${t}"`);
+          throw invalidArgument("event_types", `no event type matches ${quoted(t)}`);
         }
         return prefix;
       }
-      if (!CONTROL_EVENT_TYPES.includes(t)) throw invalidArgument("event_types", `unknown event type "${t}"`);
+      if (!CONTROL_EVENT_TYPES.includes(t)) throw invalidArgument("event_types", `unknown event type ${quoted(t)}`);
       return t;
     });
 }
@@ -29,8 +29,9 @@ export function eventsService(bus: EventBus): Partial<ServiceImpl<typeof EventsS
     async *subscribe(req, ctx) {
       const caller = callerOf(ctx);
       const types = eventTypeFilter(req.eventTypes);
-      // Registered before `subscribed` is sent, so no event after it can be missed.
-      const subscription = bus.open({ owner: isAdmin(caller) ? undefined : caller.userId, runId: req.runId, types });
+      // Registered before `subscribed` is sent, so no event after it can be missed. Over the caller's cap this
+      // throws RESOURCE_EXHAUSTED, before the stream opens (HTTP 429).
+      const subscription = bus.open({ owner: isAdmin(caller) ? undefined : caller.userId, runId: req.runId, types }, caller.keyId);
       try {
         yield {
           id: "",

@@ -11,8 +11,8 @@ import {
 import { callerOf, isAdmin } from "../../auth/principal.js";
 import type { AccessControl, GrantedRun } from "../../acl/access-control.js";
 import type { EventBus } from "../../events/event-bus.js";
-import { invalidArgument } from "../../platform/errors.js";
-import { newEntry, type EntryRecord, type EntryStore, type EntryType, type NewEntry } from "../../storage/entry-store.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
+import { isStaleRecord, newEntry, type EntryRecord, type EntryStore, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import { bounded, content, entryTypeFilter, required } from "./validate.js";
 
 /** Page size bounds of ListActivity; an omitted or 0 limit resolves to the minimum. */
@@ -69,7 +69,7 @@ const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /** Unix milliseconds of an RFC 3339 date-time; fractions below a millisecond are truncated. */
 export function parseRfc3339(field: string, value: string): number {
-  const bad = (): Error => invalidArgument(field, `must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z; got "${value}"`);
+  const bad = (): Error => invalidArgument(field, `must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z; got ${quoted(value)}`);
   const match = RFC3339.exec(value);
   if (match === null) throw bad();
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
@@ -105,13 +105,13 @@ export function firstCharacters(text: string, max: number): string {
 function sortOf(value: string): Sort {
   if (value === "" || value === "desc") return "desc";
   if (value === "asc") return "asc";
-  throw invalidArgument("sort", `must be "desc" or "asc"; got "${value}"`);
+  throw invalidArgument("sort", `must be "desc" or "asc"; got ${quoted(value)}`);
 }
 
 function projectionOf(value: string): Projection {
   if (value === "" || value === "full") return "full";
   if (value === "compact") return "compact";
-  throw invalidArgument("projection", `must be "full" or "compact"; got "${value}"`);
+  throw invalidArgument("projection", `must be "full" or "compact"; got ${quoted(value)}`);
 }
 
 
@@ -258,9 +258,11 @@ function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry 
     originEntryType: e.entryType,
     lane: e.lane,
     occurrenceTime: BigInt(Math.trunc(e.occurrenceTime)),
-    isStale: e.supersededBy !== "",
+    isStale: isStaleRecord(e),
     supersededBy: e.supersededBy,
     derived: e.derived,
+    sourceEntryIds: [...e.sourceIds],
+    lineageReview: e.lineageReview,
   });
 }
 

@@ -5,6 +5,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
 import { IMPORTANCE_LEVELS, newEntry } from "../../storage/entry-store.js";
+import { invalidArgument } from "../../platform/errors.js";
 import { countTokens } from "../../retrieval/context/token-counter.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry } from "./evidence.js";
@@ -57,13 +58,14 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
 
     async dereference(req, ctx) {
       const caller = callerOf(ctx);
-      const entry = deps.entries.byReference(required("reference_id", req.referenceId)) ?? deps.entries.getById(req.referenceId);
-      const visible =
-        entry !== undefined &&
-        deps.acl.allows(caller, entry.owner, entry.runId, entry.lane, "read") &&
-        (req.runId === "" || entry.runId === req.runId) &&
-        (req.userId === "" || entry.userId === req.userId);
-      if (!visible) return { found: false, content: "" };
+      const entry = deps.entries.find(
+        required("reference_id", req.referenceId),
+        (record) =>
+          deps.acl.allows(caller, record.owner, record.runId, record.lane, "read") &&
+          (req.runId === "" || record.runId === req.runId) &&
+          (req.userId === "" || record.userId === req.userId),
+      );
+      if (entry === undefined) return { found: false, content: "" };
       return { found: true, evidence: evidenceOfEntry(entry, 1, "exact_reference"), content: entry.content };
     },
 
@@ -81,6 +83,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
         importance: "high",
         metadataJson: withKeys(jsonObject("metadata_json", req.metadataJson), { label: bounded("label", req.label) }),
         occurrenceTime: Math.floor(Date.now() / 1000),
+        sourceIds: sourceEntryIds(deps, caller.userId, req.sourceEntryIds),
       });
       const [written] = await deps.writer.write([{ entry }], "checkpoint");
       if (written === undefined) throw new Error("write returned no entry");
@@ -93,4 +96,20 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
       };
     },
   };
+}
+
+const MAX_SOURCE_IDS = 1000;
+
+/** Lineage ids a caller names: each must be one of its own entries. */
+function sourceEntryIds(deps: MemoryDeps, owner: number, ids: readonly string[]): string[] {
+  if (ids.length > MAX_SOURCE_IDS) throw invalidArgument("source_entry_ids", `must hold at most ${MAX_SOURCE_IDS} ids, got ${ids.length}`);
+  return [
+    ...new Set(
+      ids.map((id, i) => {
+        const source = deps.entries.find(bounded(`source_entry_ids[${i}]`, id), (record) => record.owner === owner);
+        if (source === undefined || source.id !== id) throw invalidArgument(`source_entry_ids[${i}]`, "names no entry of the caller");
+        return id;
+      }),
+    ),
+  ];
 }

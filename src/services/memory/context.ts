@@ -2,9 +2,10 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
-import { invalidArgument } from "../../platform/errors.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
 import { assembleContext, isContextSectionName, type ContextSectionName } from "../../retrieval/context/assemble-context.js";
 import { modeOf, type Hit } from "../../retrieval/search-engine.js";
+import { isStaleRecord } from "../../storage/entry-store.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry, evidenceOfHit, type EvidenceInit } from "./evidence.js";
 import { readableScopes, retrieve } from "./retrieve.js";
@@ -38,7 +39,7 @@ function candidateOf(evidence: EvidenceInit, hit: Pick<Hit, "entry" | "mode" | "
     score: hit.score,
     referenceId: hit.entry.referenceId,
     referenceable: hit.entry.referenceId !== "",
-    isStale: hit.entry.supersededBy !== "",
+    isStale: isStaleRecord(hit.entry),
     evidence,
   };
 }
@@ -52,10 +53,12 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
       if (mode === "sections") {
         if (req.sections.length === 0) throw invalidArgument("sections", "is required when mode is sections");
         for (const section of req.sections) {
-          if (!isContextSectionName(section)) throw invalidArgument("sections", `unknown section "${section}"`);
+          if (!isContextSectionName(section)) throw invalidArgument("sections", `unknown section ${quoted(section)}`);
           sections.push(section);
         }
       }
+      // Agents cannot register yet, so no agent has read scopes to apply (see GetContextRequest.agent_id).
+      bounded("agent_id", req.agentId);
       const limitPerSection = clampLimit(req.limit, 5, 50);
       const question = {
         runIds: [runId],

@@ -1,6 +1,6 @@
 // Maps stored entries and ranked hits to the QueryEvidence message of answers and context blocks.
 import type { QueryEvidence } from "../../../gen/engram/v2/memory_service_pb.js";
-import type { EntryRecord } from "../../storage/entry-store.js";
+import { isStaleRecord, type EntryRecord } from "../../storage/entry-store.js";
 import type { Hit, RetrievalMode } from "../../retrieval/search-engine.js";
 
 export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo"> & {
@@ -12,7 +12,7 @@ export function evidenceOfEntry(entry: EntryRecord, score: number, mode: Retriev
     id: entry.id,
     content: entry.content,
     score: Math.round(score * 1e6) / 1e6,
-    isStale: entry.supersededBy !== "",
+    isStale: isStaleRecord(entry),
     supersededBy: entry.supersededBy,
     retrievalMode: mode,
     referenceId: entry.referenceId,

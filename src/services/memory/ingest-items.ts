@@ -1,8 +1,9 @@
 // Validates and normalises ingest and batch-insert items into entries ready to store.
 import type { BatchInsertItem, IngestItem } from "../../../gen/engram/v2/memory_service_pb.js";
-import { invalidArgument } from "../../platform/errors.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import type { JobItem } from "../../memory/ingest-queue.js";
+import { isEnvTag } from "../../retrieval/env-tags.js";
 import { bounded, callerVector, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
 
 export const MAX_ITEMS = 1000;
@@ -22,7 +23,6 @@ const INTENT_TYPES: Readonly<Record<string, EntryType>> = {
 };
 const LESSON_TYPES = ["success", "failure", "observation", "rule", "preference"] as const;
 const LESSON_SCOPES = ["run", "session", "global"] as const;
-const ENV_TAG = /^[A-Za-z0-9_.+-]+:[A-Za-z0-9_.+/-]+(:[A-Za-z0-9_.+-]+)?$/;
 
 export function checkItemCount(count: number): void {
   if (count === 0) throw invalidArgument("items", "must hold at least one item");
@@ -45,7 +45,7 @@ function occurrenceFromMetadata(metadata: Record<string, unknown>): number | und
 }
 
 function envTags(field: string, tags: readonly string[]): string[] {
-  for (const tag of tags) if (!ENV_TAG.test(tag)) throw invalidArgument(field, `"${tag}" is not TYPE:NAME or TYPE:NAME:VERSION`);
+  for (const tag of tags) if (!isEnvTag(tag)) throw invalidArgument(field, `${quoted(tag)} is not TYPE:NAME or TYPE:NAME:VERSION`);
   return [...tags];
 }
 
@@ -57,7 +57,7 @@ function entryTypeOf(field: string, entryType: string, intent: string): { type: 
   if (intent !== "") {
     const lower = intent.toLowerCase();
     const type = (ENTRY_TYPES as readonly string[]).includes(lower) ? (lower as EntryType) : INTENT_TYPES[lower];
-    if (type === undefined) throw invalidArgument(`${field}.intent`, `unknown intent "${intent}"`);
+    if (type === undefined) throw invalidArgument(`${field}.intent`, `unknown intent ${quoted(intent)}`);
     return { type, reasoning: "intent", confidence: 1 };
   }
   return { type: "fact", reasoning: "default", confidence: 0.5 };
@@ -91,6 +91,7 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
   const occurrence = unixSeconds(`${field}.occurrence_time`, item.occurrenceTime);
   const vector = callerVector(`${field}.embedding`, item.embedding, dims);
   const entry: NewEntry = {
+    sourceIds: [],
     owner,
     runId,
     agentId,

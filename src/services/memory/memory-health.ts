@@ -2,7 +2,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
-import type { EntryRecord } from "../../storage/entry-store.js";
+import { isStaleRecord, type EntryRecord } from "../../storage/entry-store.js";
 import { sectionOf, CONTEXT_SECTIONS } from "../../retrieval/context/assemble-context.js";
 import type { MemoryDeps } from "./deps.js";
 import { bounded, clampLimit } from "./validate.js";
@@ -40,7 +40,7 @@ export function memoryHealthHandlers(deps: MemoryDeps): Handlers {
       }
       const counts: Record<string, number> = {};
       let stale = 0;
-      const isStale = (e: EntryRecord): boolean => e.supersededBy !== "" || now - e.createdAt > staleDays * 86_400_000;
+      const isStale = (e: EntryRecord): boolean => isStaleRecord(e) || now - e.createdAt > staleDays * 86_400_000;
       const sections = new Map<string, { count: number; confidence: number; ageHours: number; stale: number }>();
       for (const entry of inspected) {
         counts[entry.entryType] = (counts[entry.entryType] ?? 0) + 1;
@@ -53,7 +53,7 @@ export function memoryHealthHandlers(deps: MemoryDeps): Handlers {
         if (isStale(entry)) section.stale++;
         sections.set(name, section);
       }
-      const lessons = inspected.filter((e) => e.entryType === "lesson" && e.supersededBy === "");
+      const lessons = inspected.filter((e) => e.entryType === "lesson" && !isStaleRecord(e));
       const lowConfidence = lessons.filter((l) => l.confidence < LOW_CONFIDENCE).sort((a, b) => a.confidence - b.confidence);
       const contradictions = [];
       // `inspected` is newest first, so this keeps the newest lessons.

@@ -1,16 +1,48 @@
 // POST /v2/control/query: routed retrieval with an answer, or plain semantic search in direct-bypass mode.
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
-import { permissionDenied } from "../../platform/errors.js";
+import { invalidArgument, permissionDenied, quoted } from "../../platform/errors.js";
+import type { LlmFallback } from "../../retrieval/answerer.js";
+import { parseEnvTag, type EnvTag } from "../../retrieval/env-tags.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
-import { retrieve } from "./retrieve.js";
+import { retrieve, type Retrieved } from "./retrieve.js";
 import { BUDGETS, RANK_BY, bounded, callerVector, clampLimit, content, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "query">;
 
 const MODES = ["agent_routed", "direct_bypass"] as const;
 const DIRECT_LANES = ["semantic_search"] as const;
+
+const LLM_FALLBACKS: Readonly<Record<Exclude<LlmFallback, "">, string>> = {
+  timeout: "the LLM call timed out",
+  error: "the LLM call failed",
+  invalid_reply: "the LLM reply was unusable",
+};
+
+export function envTagList(field: string, values: readonly string[]): EnvTag[] {
+  return values.map((value, i) => {
+    const tag = parseEnvTag(value);
+    if (tag === undefined) throw invalidArgument(`${field}[${i}]`, `${quoted(value)} is not TYPE:NAME or TYPE:NAME:VERSION`);
+    return tag;
+  });
+}
+
+function refuseLinkedRuns(includeLinkedRuns: boolean): void {
+  if (!includeLinkedRuns) return;
+  throw new ConnectError(
+    "include_linked_runs: run linking is not available yet (RunsService.LinkRun is not implemented), so no run has linked runs; omit it or send false",
+    Code.FailedPrecondition,
+  );
+}
+
+function routingSummary(budget: string, result: Retrieved, answer: string, agentId: string): string {
+  const parts = [`budget ${budget}: ${result.sparseCandidates} lexical and ${result.denseCandidates} vector candidates, ${result.candidatesConsidered} fused`];
+  if (result.vectorSkipped !== "") parts.push("vector search skipped: the query could not be embedded");
+  parts.push(`answer ${answer}`);
+  if (agentId !== "") parts.push(`asked by agent "${agentId}" (no read scopes: agents cannot register yet)`);
+  return parts.join("; ");
+}
 
 export function queryHandlers(deps: MemoryDeps): Handlers {
   return {
@@ -19,6 +51,9 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
       const query = content("query", req.query);
       const mode = oneOf("mode", req.mode, MODES, "agent_routed");
       oneOf("direct_lane", req.directLane, DIRECT_LANES, "semantic_search");
+      refuseLinkedRuns(req.includeLinkedRuns);
+      const agentId = bounded("agent_id", req.agentId);
+      const envTags = envTagList("env_tags", req.envTags);
       if (mode === "direct_bypass" && !deps.directSearchEnabled) {
         throw permissionDenied("direct_bypass queries are disabled; set SERVICE_CORE_ENABLE_DIRECT_SEARCH=true to allow them");
       }
@@ -38,19 +73,29 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
         limit: clampLimit(req.limit, 10, 100),
         budget,
         rankBy,
+        envTags,
+        tolerateEmbedderFailure: true,
       });
-      const answer = direct ? { finalAnswer: "", confidence: 0, citations: [], synthesized: false } : await deps.answerer.answer(query, result.hits);
+      if (result.vectorSkipped !== "") deps.logger.warn({ err: result.vectorSkipped }, "query embedding failed; searching lexically only");
+      const answer = direct
+        ? { finalAnswer: "", confidence: 0, citations: [], synthesized: false, fallback: "" as const }
+        : await deps.answerer.answer(query, result.hits);
+      const answerHow = answer.synthesized
+        ? "synthesised by the LLM"
+        : direct
+          ? "skipped (direct bypass)"
+          : answer.fallback === ""
+            ? "extracted from evidence"
+            : `extracted from evidence (${LLM_FALLBACKS[answer.fallback]})`;
       return {
         finalAnswer: answer.finalAnswer,
         confidence: Math.round(answer.confidence * 1e4) / 1e4,
         mode,
         evidence: result.hits.map((hit) => evidenceOfHit(hit, req.explain, rankBy)),
         citations: answer.citations,
-        degraded: false,
+        degraded: result.vectorSkipped !== "" || answer.fallback !== "",
         consultedRuns: [runId],
-        routingSummary:
-          `budget ${budget}: ${result.sparseCandidates} lexical and ${result.denseCandidates} vector candidates, ` +
-          `${result.candidatesConsidered} fused; answer ${answer.synthesized ? "synthesised by the LLM" : direct ? "skipped (direct bypass)" : "extracted from evidence"}`,
+        routingSummary: routingSummary(budget, result, answerHow, agentId),
       };
     },
   };

@@ -1,10 +1,14 @@
 // Request validation shared by the memory routes: every problem is INVALID_ARGUMENT naming its field.
-import { invalidArgument } from "../../platform/errors.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
 import { ENTRY_TYPES, type EntryType } from "../../storage/entry-store.js";
 import type { Budget, RankBy } from "../../retrieval/search-engine.js";
 
-/** Identifiers become parts of LMDB keys, whose size is bounded. */
-export const MAX_ID_LENGTH = 256;
+/**
+ * Identifiers become parts of LMDB keys, which LMDB bounds in bytes (1,978 for a whole key): an identifier may hold at
+ * most this many bytes of UTF-8, and no NUL or unpaired surrogate (neither survives a key's encoding intact).
+ */
+export const MAX_ID_BYTES = 256;
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/u;
 export const MAX_CONTENT_BYTES = 1024 * 1024;
 
 export function required(field: string, value: string): string {
@@ -13,7 +17,11 @@ export function required(field: string, value: string): string {
 }
 
 export function bounded(field: string, value: string): string {
-  if (value.length > MAX_ID_LENGTH) throw invalidArgument(field, `must be at most ${MAX_ID_LENGTH} characters`);
+  if (value.length === 0) return value;
+  const bytes = Buffer.byteLength(value, "utf8");
+  if (bytes > MAX_ID_BYTES) throw invalidArgument(field, `must be at most ${MAX_ID_BYTES} bytes of UTF-8, got ${bytes}`);
+  if (value.includes("\u0000")) throw invalidArgument(field, "must not contain NUL characters");
+  if (UNPAIRED_SURROGATE.test(value)) throw invalidArgument(field, "must not contain unpaired surrogates");
   return value;
 }
 
@@ -28,7 +36,7 @@ export function oneOf<T extends string>(field: string, value: string, allowed: r
   if (value === "") return fallback;
   const lower = value.toLowerCase();
   const match = allowed.find((a) => a === lower);
-  if (match === undefined) throw invalidArgument(field, `must be one of ${allowed.join(", ")}; got "${value}"`);
+  if (match === undefined) throw invalidArgument(field, `must be one of ${allowed.join(", ")}; got ${quoted(value)}`);
   return match;
 }
 
@@ -57,7 +65,7 @@ export function entryTypeFilter(field: string, values: readonly string[]): Reado
   if (values.length === 0) return undefined;
   const known = new Set<string>(ENTRY_TYPES);
   for (const value of values) {
-    if (!known.has(value)) throw invalidArgument(field, `unknown entry type "${value}"; known: ${ENTRY_TYPES.join(", ")}`);
+    if (!known.has(value)) throw invalidArgument(field, `unknown entry type ${quoted(value)}; known: ${ENTRY_TYPES.join(", ")}`);
   }
   return new Set(values as EntryType[]);
 }

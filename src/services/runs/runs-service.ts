@@ -1,4 +1,4 @@
-// RunsService: the context snapshot of a run. Run listing, links and deletion come with a later issue.
+// RunsService: the context snapshot of a run and run deletion. Run listing and links come with a later issue.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunsService } from "../../../gen/engram/v2/runs_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
@@ -8,14 +8,35 @@ import type { MemoryDeps } from "../memory/deps.js";
 import { evidenceOfEntry } from "../memory/evidence.js";
 import { required } from "../memory/validate.js";
 import { modeOf } from "../../retrieval/search-engine.js";
+import type { RunDeletion } from "../../memory/run-deletion.js";
+import type { NodeWriter } from "../../core/node-writes.js";
 
 const ATTENTION_LIMIT = 10;
 const WORKING_MEMORY_LIMIT = 50;
 
 type Reason = "latest_checkpoint" | "active_rule" | "important_lesson" | "recent";
 
-export function runsService(deps: MemoryDeps): Partial<ServiceImpl<typeof RunsService>> {
+export interface RunsDeps {
+  readonly memory: MemoryDeps;
+  readonly deletion: RunDeletion;
+  readonly nodes: NodeWriter;
+}
+
+export function runsService({ memory: deps, deletion, nodes }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
   return {
+    async deleteRun(req, ctx) {
+      const caller = callerOf(ctx);
+      const runId = required("run_id", req.runId);
+      // The run's memory and its core nodes go in one transaction: a failure leaves the whole run in place.
+      let nodeCount = 0;
+      const result = await deletion.deleteRun(caller.userId, runId, async (fn) => {
+        const done = await nodes.deleteRunWith(caller, runId, fn);
+        nodeCount = done.nodes;
+        return done.also;
+      });
+      return { deleted: result.deleted || nodeCount > 0 };
+    },
+
     getContextSnapshot(req, ctx) {
       const caller = callerOf(ctx);
       const runId = required("run_id", req.runId);

@@ -1,6 +1,6 @@
 // Writes the one JSON error body every HTTP error uses: {"code": "...", "message": "...", "details": [...]}.
 import type { Code } from "@connectrpc/connect";
-import { codeName, httpStatusOf } from "../../platform/errors.js";
+import { boundedMessage, codeName, httpStatusOf } from "../../platform/errors.js";
 import type { HttpResponder } from "./responder.js";
 
 export interface ErrorBody {
@@ -10,6 +10,6 @@ export interface ErrorBody {
 }
 
 export function sendError(res: HttpResponder, code: Code, message: string, status = httpStatusOf(code)): void {
-  const body: ErrorBody = { code: codeName(code), message, details: [] };
+  const body: ErrorBody = { code: codeName(code), message: boundedMessage(message), details: [] };
   res.send(status, "application/json", JSON.stringify(body));
 }

@@ -1,7 +1,5 @@
 // The HTTP/JSON gateway: routes built at start-up from google.api.http options, dispatched in-process to the
 // same Connect handlers (and so the same interceptors) that serve gRPC and Connect.
-import type http from "node:http";
-import type http2 from "node:http2";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import {
   encodeEnvelope,
@@ -12,27 +10,32 @@ import {
 } from "@connectrpc/connect/protocol";
 import { endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { codeFromName, HTTP_STATUS_HEADER, httpStatusOf } from "../../platform/errors.js";
+import { boundedMessage, codeFromName, HTTP_STATUS_HEADER, httpStatusOf, quoted } from "../../platform/errors.js";
 import type { Logger } from "../../platform/logger.js";
 import { viaGatewayKey } from "../call-context.js";
+import { isRemovedRpc } from "../removed-rpcs.js";
+import { abandonBody, bodyChunks, declaredTooLarge, type NodeRequest } from "../request-body.js";
 import { bindingsOf, RouteTable, type HttpBinding } from "./http-rule.js";
 import { requestJson } from "./request-json.js";
 import { HttpResponder, type NodeResponse } from "./responder.js";
 import { sendError } from "./error-body.js";
 import { SSE_KEEPALIVE, sseData } from "./sse.js";
 
-type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
-
 const KEEPALIVE_MS = 15_000;
 const decoder = new TextDecoder();
 
 class BodyTooLarge extends Error {}
 
-async function readBody(req: NodeRequest, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
+/** The whole body, up to maxBytes; past that, the rest is left to abandonBody and BodyTooLarge is thrown. */
+async function readBody(req: NodeRequest, res: NodeResponse, maxBytes: number): Promise<Buffer> {
+  if (declaredTooLarge(req, maxBytes)) {
+    abandonBody(req, res);
+    throw new BodyTooLarge();
+  }
+  const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
+  for await (const chunk of bodyChunks(req, res)) {
+    size += chunk.byteLength;
     if (size > maxBytes) throw new BodyTooLarge();
     chunks.push(chunk);
   }
@@ -74,10 +77,15 @@ export class HttpGateway {
     this.#logger = logger;
   }
 
+  /** The largest request body accepted, on this gateway and on the RPC paths beside it. */
+  get maxBodyBytes(): number {
+    return this.#maxBodyBytes;
+  }
+
   async handle(req: NodeRequest, res: NodeResponse): Promise<void> {
     const out = new HttpResponder(res);
     try {
-      await this.#dispatch(req, out);
+      await this.#dispatch(req, res, out);
     } catch (e: unknown) {
       if (e instanceof BodyTooLarge) {
         sendError(out, Code.ResourceExhausted, `request body is larger than ${this.#maxBodyBytes} bytes`, 413);
@@ -90,21 +98,27 @@ export class HttpGateway {
     }
   }
 
-  async #dispatch(req: NodeRequest, out: HttpResponder): Promise<void> {
+  async #dispatch(req: NodeRequest, res: NodeResponse, out: HttpResponder): Promise<void> {
     const url = new URL(req.url ?? "/", "http://gateway");
     const verb = (req.method ?? "GET").toUpperCase();
     const match = this.#routes.match(verb, url.pathname);
     if (match === undefined) {
-      sendError(out, Code.NotFound, `no route for ${verb} ${url.pathname}`);
+      abandonBody(req, res);
+      sendError(out, Code.NotFound, `no route for ${verb} ${quoted(url.pathname)}`);
       return;
     }
     if (match === "method_not_allowed") {
-      sendError(out, Code.Unimplemented, `${verb} is not allowed on ${url.pathname}`, 405);
+      abandonBody(req, res);
+      sendError(out, Code.Unimplemented, `${verb} is not allowed on ${quoted(url.pathname)}`, 405);
       return;
     }
     const { binding, pathParams } = match;
-    const body = verb === "GET" || verb === "DELETE" ? Buffer.alloc(0) : await readBody(req, this.#maxBodyBytes);
-    const json = requestJson(binding, { body, pathParams, query: url.searchParams });
+    // A removed route answers `gone` whatever its body, so the body is not read; nor is one sent with GET or DELETE.
+    const removed = isRemovedRpc(binding.method);
+    const readsBody = !removed && verb !== "GET" && verb !== "DELETE";
+    if (!readsBody) abandonBody(req, res);
+    const body = readsBody ? await readBody(req, res, this.#maxBodyBytes) : Buffer.alloc(0);
+    const json = removed ? {} : requestJson(binding, { body, pathParams, query: url.searchParams });
     const handler = this.#handlers.get(`${binding.method.parent.typeName}/${binding.method.name}`);
     if (handler === undefined) throw new ConnectError(`no handler for ${binding.template}`, Code.Internal);
     const abort = new AbortController();
@@ -157,7 +171,7 @@ export class HttpGateway {
     out.send(
       requestedStatus(header) ?? httpStatusOf(code),
       "application/json",
-      JSON.stringify({ code: error.code ?? "unknown", message: error.message ?? "", details: error.details ?? [] }),
+      JSON.stringify({ code: error.code ?? "unknown", message: boundedMessage(error.message ?? ""), details: error.details ?? [] }),
     );
   }
 
@@ -179,7 +193,7 @@ export class HttpGateway {
               this.#sendConnectError(end.error, response.header, out);
               return;
             }
-            out.write(sseData(JSON.stringify({ type: "error", code: end.error.code, message: end.error.message })));
+            out.write(sseData(JSON.stringify({ type: "error", code: end.error.code, message: boundedMessage(end.error.message ?? "") })));
           }
           break;
         }

@@ -1,6 +1,7 @@
 // Builds an RPC's JSON request from an HTTP request: the JSON body, then path parameters, then query parameters.
 import { ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { invalidArgument } from "../../platform/errors.js";
+import { invalidArgument, quoted } from "../../platform/errors.js";
+import { assertJsonDepth } from "../json-depth.js";
 import type { HttpBinding } from "./http-rule.js";
 
 function fieldByName(message: DescMessage, name: string): DescField | undefined {
@@ -22,7 +23,7 @@ function scalarJson(field: DescField, raw: string, where: string): JsonValue {
     case ScalarType.BOOL:
       if (raw === "true" || raw === "1") return true;
       if (raw === "false" || raw === "0") return false;
-      throw invalidArgument(field.name, `must be true or false, got "${raw}"`);
+      throw invalidArgument(field.name, `must be true or false, got ${quoted(raw)}`);
     case ScalarType.INT32:
     case ScalarType.UINT32:
     case ScalarType.SINT32:
@@ -31,7 +32,7 @@ function scalarJson(field: DescField, raw: string, where: string): JsonValue {
     case ScalarType.FLOAT:
     case ScalarType.DOUBLE: {
       const value = Number(raw);
-      if (raw.trim() === "" || Number.isNaN(value)) throw invalidArgument(field.name, `must be a number, got "${raw}"`);
+      if (raw.trim() === "" || Number.isNaN(value)) throw invalidArgument(field.name, `must be a number, got ${quoted(raw)}`);
       return value;
     }
     default:
@@ -66,6 +67,7 @@ export interface HttpRequestParts {
 
 function parseBody(body: Buffer): JsonValue | undefined {
   if (body.length === 0) return undefined;
+  assertJsonDepth("body", body);
   try {
     return JSON.parse(body.toString("utf8")) as JsonValue;
   } catch (e: unknown) {
@@ -96,7 +98,7 @@ export function requestJson(binding: HttpBinding, parts: HttpRequestParts): Json
   if (binding.body !== "*") {
     for (const name of new Set(parts.query.keys())) {
       const field = fieldByName(input, name);
-      if (field === undefined) throw invalidArgument(name, "unknown query parameter");
+      if (field === undefined) throw invalidArgument("query", `unknown parameter ${quoted(name)}`);
       if (name in parts.pathParams) continue;
       const values = parts.query.getAll(name);
       if (field.fieldKind === "list") {

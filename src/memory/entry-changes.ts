@@ -1,0 +1,64 @@
+// Updates and deletes of single entries: one durable transaction for the record and everything stored with it,
+// then the in-memory indexes and the event stream, so the very next request sees the change and a failure leaves
+// nothing behind.
+import type { EventBus } from "../events/event-bus.js";
+import type { Storage } from "../storage/database.js";
+import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryStore, UpdatedEntry } from "../storage/entry-store.js";
+import { termFrequencies } from "../retrieval/text.js";
+import type { MemoryIndex } from "./memory-index.js";
+
+export class EntryChanges {
+  readonly #storage: Storage;
+  readonly #entries: EntryStore;
+  readonly #index: MemoryIndex;
+  readonly #events: EventBus;
+
+  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, events: EventBus) {
+    this.#storage = storage;
+    this.#entries = entries;
+    this.#index = index;
+    this.#events = events;
+  }
+
+  /** Changes an entry; a new content is re-embedded and re-indexed. Undefined when the entry does not exist. */
+  async update(seq: number, patch: EntryPatch, by: ChangeAttribution): Promise<UpdatedEntry | undefined> {
+    const current = this.#entries.get(seq);
+    if (current === undefined) return undefined;
+    let reindex: Parameters<EntryStore["updateInTransaction"]>[3];
+    if (patch.content !== undefined && patch.content !== current.content) {
+      const [vector] = await this.#index.embedder.embed([patch.content]);
+      if (vector === undefined) throw new Error("the embedder returned no vector");
+      reindex = { termFreqs: termFrequencies(patch.content), oldTermFreqs: termFrequencies(current.content), vector };
+    }
+    const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
+    if (updated === undefined || updated.changed.length === 0) return updated;
+    this.#index.indexUpdated(updated.before, updated.after, reindex);
+    this.#events.publish({
+      type: updated.after.entryType === "lesson" ? "lesson.updated" : "entry.updated",
+      owner: updated.after.owner,
+      runId: updated.after.runId,
+      agentId: by.agentId,
+      payload: JSON.stringify({ entry_id: updated.after.id, changed_fields: updated.changed, reason: by.reason }),
+    });
+    return updated;
+  }
+
+  /** Deletes an entry and its index data; entries derived from it are marked for review. */
+  async delete(seq: number, by: ChangeAttribution): Promise<DeletedEntry | undefined> {
+    const current = this.#entries.get(seq);
+    if (current === undefined) return undefined;
+    const termFreqs = termFrequencies(current.content);
+    const deleted = await this.#storage.transaction(() => this.#entries.deleteInTransaction(seq, termFreqs));
+    if (deleted === undefined) return undefined;
+    this.#index.unindex(deleted.record.seq, termFreqs);
+    for (const flagged of deleted.flagged) this.#index.catalog.replace(flagged);
+    this.#events.publish({
+      type: deleted.record.entryType === "lesson" ? "lesson.deleted" : "entry.deleted",
+      owner: deleted.record.owner,
+      runId: deleted.record.runId,
+      agentId: by.agentId,
+      payload: JSON.stringify({ entry_id: deleted.record.id, flagged_for_review: deleted.flagged.map((e) => e.id), reason: by.reason }),
+    });
+    return deleted;
+  }
+}

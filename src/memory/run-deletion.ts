@@ -1,0 +1,121 @@
+// Deleting a run: one small transaction hides all of the owner's entries in it at once (a tombstone) and drops its
+// ingest jobs, so the deletion is visible to the very next request and survives a crash; a background purge then
+// removes the entries, their postings, vectors and lineage links in bounded slices, resuming after a restart.
+import type { Logger } from "../platform/logger.js";
+import type { EventBus } from "../events/event-bus.js";
+import type { Storage } from "../storage/database.js";
+import type { EntryStore } from "../storage/entry-store.js";
+import { termFrequencies } from "../retrieval/text.js";
+import type { IngestQueue } from "./ingest-queue.js";
+import type { MemoryIndex } from "./memory-index.js";
+import type { BackgroundGate } from "../platform/background-gate.js";
+
+/** Entries removed per purge transaction: small enough that one slice never holds the event loop for long. */
+const PURGE_SLICE = 200;
+
+export interface RunDeletionResult {
+  /** Whether the run held anything of the owner's. */
+  readonly deleted: boolean;
+  readonly entries: number;
+  readonly jobs: number;
+}
+
+/** Runs a deletion's writes in one durable transaction, possibly with more writes of the caller's. */
+export type RunTransaction = <T>(fn: () => T) => Promise<T>;
+
+export class RunDeletion {
+  readonly #storage: Storage;
+  readonly #entries: EntryStore;
+  readonly #index: MemoryIndex;
+  readonly #ingest: IngestQueue;
+  readonly #events: EventBus;
+  readonly #logger: Logger;
+  #purging: Promise<void> | undefined;
+  #stopped = false;
+
+  readonly #gate: BackgroundGate;
+
+  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, ingest: IngestQueue, events: EventBus, logger: Logger, gate: BackgroundGate) {
+    this.#gate = gate;
+    this.#storage = storage;
+    this.#entries = entries;
+    this.#index = index;
+    this.#ingest = ingest;
+    this.#events = events;
+    this.#logger = logger;
+  }
+
+  /**
+   * Deletes everything the owner stored in the run; durable and invisible to every read when it resolves.
+   * `transact` runs the deletion's writes in one transaction with whatever else the run holds (its core nodes).
+   */
+  async deleteRun(owner: number, runId: string, transact: RunTransaction = (fn) => this.#storage.transaction(fn)): Promise<RunDeletionResult> {
+    const { maxSeq, jobs } = await transact(() => ({
+      maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
+      jobs: this.#ingest.forgetRunInTransaction(owner, runId),
+    }));
+    let entries = 0;
+    if (maxSeq !== undefined) {
+      this.#entries.tombstoneCommitted(owner, runId, maxSeq);
+      entries = this.#index.hideRun(owner, runId, maxSeq);
+      this.start();
+    }
+    const deleted = maxSeq !== undefined || jobs > 0;
+    if (deleted) {
+      this.#events.publish({ type: "run.deleted", owner, runId, agentId: "", payload: JSON.stringify({ run_id: runId, entries, jobs }) });
+    }
+    return { deleted, entries, jobs };
+  }
+
+  /** Starts (or resumes, after a restart) purging deleted runs in the background. */
+  start(): void {
+    if (this.#purging !== undefined || this.#stopped) return;
+    this.#purging = this.#purgeAll()
+      .catch((e: unknown) => this.#logger.error({ err: e }, "run purge stopped; it resumes at the next start"))
+      .finally(() => {
+        this.#purging = undefined;
+      });
+  }
+
+  /** Resolves once no deleted run awaits its purge (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.#purging !== undefined) await this.#purging;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#purging;
+  }
+
+  async #purgeAll(): Promise<void> {
+    for (let pending = this.#entries.pendingTombstones(); pending.length > 0 && !this.#stopped; pending = this.#entries.pendingTombstones()) {
+      for (const { owner, runId, maxSeq } of pending) {
+        if (this.#stopped) return;
+        await this.#purgeRun(owner, runId, maxSeq);
+      }
+    }
+  }
+
+  async #purgeRun(owner: number, runId: string, maxSeq: number): Promise<void> {
+    let removed = 0;
+    for (;;) {
+      await this.#gate.pass();
+      if (this.#stopped) return;
+      const seqs = this.#entries.tombstonedSeqs(owner, runId, maxSeq, PURGE_SLICE);
+      if (seqs.length === 0) break;
+      const slice = seqs.flatMap((seq) => {
+        const record = this.#entries.readStored(seq);
+        return record === undefined ? [] : [{ seq, termFreqs: termFrequencies(record.content) }];
+      });
+      await this.#storage.transaction(() => {
+        for (const { seq, termFreqs } of slice) this.#entries.deleteInTransaction(seq, termFreqs);
+      });
+      for (const { seq, termFreqs } of slice) this.#index.forgetHidden(seq, termFreqs);
+      removed += slice.length;
+    }
+    await this.#storage.transaction(() => this.#entries.clearTombstoneInTransaction(owner, runId));
+    this.#entries.tombstoneCleared(owner, runId);
+    this.#index.dense.saveSoon();
+    this.#logger.info({ owner, run_id: runId, entries: removed }, "deleted run purged");
+  }
+}

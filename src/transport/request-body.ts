@@ -1,0 +1,76 @@
+// Reads request bodies for the gateway and the RPC handlers so that a body refused part-way (too large, undecodable,
+// or not wanted at all) never leaves an HTTP/1.1 connection stuck with unread bytes ahead of the next request.
+import type http from "node:http";
+import type http2 from "node:http2";
+
+export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
+export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * How much of a refused HTTP/1.1 body is read and thrown away to keep the connection for the next request. Beyond
+ * this (or when the length is not declared), the answer says `Connection: close` and the connection closes after it.
+ */
+export const DRAIN_LIMIT_BYTES = 1024 * 1024;
+
+function declaredLength(req: NodeRequest): number | undefined {
+  const raw = req.headers["content-length"];
+  const length = typeof raw === "string" && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  return Number.isSafeInteger(length) ? length : undefined;
+}
+
+function isHttp1(req: NodeRequest): req is http.IncomingMessage {
+  return req.httpVersionMajor < 2;
+}
+
+/** Whether an HTTP/1.1 request has body bytes still to come: it declares a body and has not been read to its end. */
+function bodyPending(req: http.IncomingMessage): boolean {
+  const declaresBody = req.headers["transfer-encoding"] !== undefined || (declaredLength(req) ?? 0) > 0;
+  return declaresBody && !req.complete && !req.readableEnded && !req.destroyed;
+}
+
+/** The answer to this request closes its HTTP/1.1 connection, so no unread body stays ahead of a next request. */
+function closeAfterAnswer(req: http.IncomingMessage, res: NodeResponse): void {
+  if (!res.headersSent) res.setHeader("connection", "close");
+  else if (res.writableFinished) req.socket.destroy();
+  else res.once("finish", () => req.socket.destroy());
+}
+
+const abandoned = new WeakSet<NodeRequest>();
+
+/**
+ * Gives up on the rest of a body, `consumed` bytes into it. Over HTTP/1.1 a short remainder is drained (read and
+ * discarded) so the connection serves the next request; a long or undeclared one closes the connection after the
+ * answer. Over HTTP/2 only the stream is concerned, and Node resets it once the answer is sent.
+ */
+export function abandonBody(req: NodeRequest, res: NodeResponse, consumed = 0): void {
+  if (!isHttp1(req) || !bodyPending(req) || abandoned.has(req)) return;
+  abandoned.add(req);
+  const declared = declaredLength(req);
+  if (declared === undefined || declared - consumed > DRAIN_LIMIT_BYTES) closeAfterAnswer(req, res);
+  // Flowing without a reader discards the bytes; Node then parses the next request (or closes, as decided above).
+  req.resume();
+}
+
+/** True when the declared length alone says the body is over `maxBytes`: it need not be read at all. */
+export function declaredTooLarge(req: NodeRequest, maxBytes: number): boolean {
+  const declared = declaredLength(req);
+  return declared !== undefined && declared > maxBytes;
+}
+
+/**
+ * The body's chunks. Stopping early (the reader returns or throws) does not destroy the request, which would leave
+ * an HTTP/1.1 connection neither answered nor closed: it hands the rest to `abandonBody`.
+ */
+export async function* bodyChunks(req: NodeRequest, res: NodeResponse): AsyncGenerator<Uint8Array> {
+  let consumed = 0;
+  let ended = false;
+  try {
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      consumed += chunk.length;
+      yield chunk;
+    }
+    ended = true;
+  } finally {
+    if (!ended) abandonBody(req, res, consumed);
+  }
+}
