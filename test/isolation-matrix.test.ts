@@ -271,8 +271,7 @@ describe("isolation matrix: B's data neither shows in nor changes A's answers", 
         [READS.deleteLesson, { lesson_id: lessonId }],
       ] as const) {
         const r = await c.call(rpc, request, keyA);
-        // Lesson routes may still be unimplemented; once they answer, B's lessons are not found for A.
-        expect(r.code === "unimplemented" ? "not_found" : r.code, `${rpc} ${lessonId}`).toBe("not_found");
+        expect(r.code, `${rpc} ${lessonId}`).toBe("not_found");
       }
     }
     const readsOfB: Read[] = [

@@ -1,5 +1,6 @@
 // The core data plane assembled: stores, the node index, the ordered committer and the domain operations the core
-// routes call. Built once at start-up; `load` fills the node index from LMDB before the server is ready.
+// routes call. Built once at start-up; `load` fills the node index from LMDB before the server is ready. The stores
+// stay private: routes reach nodes, sessions and scratchpads only through operations that take the caller.
 import type { AccessControl } from "../acl/access-control.js";
 import type { Logger } from "../platform/logger.js";
 import type { Embedder } from "../retrieval/embedder.js";
@@ -16,7 +17,7 @@ import { commitSession, type CommitOutcome, type MergeStrategy } from "./session
 import { SessionLifecycle } from "./session-lifecycle.js";
 import { SessionStore } from "./session-store.js";
 import type { Principal } from "../auth/principal.js";
-import { nodeIdOf, unitCopy } from "./node-record.js";
+import { nodeIdOf, unitCopy, type NodeState } from "./node-record.js";
 
 export interface CoreDataOptions {
   readonly storage: Storage;
@@ -34,14 +35,14 @@ const REEMBED_BATCH = 512;
 export class CoreData {
   readonly embedder: Embedder;
   readonly acl: AccessControl;
-  readonly nodes: NodeStore;
   readonly index: NodeIndex;
-  readonly sessions: SessionStore;
   readonly writer: NodeWriter;
   readonly search: NodeSearch;
   readonly scratchpads: Scratchpads;
   readonly lifecycle: SessionLifecycle;
   readonly #commitDeps: Parameters<typeof commitSession>[0];
+  readonly #nodes: NodeStore;
+  readonly #sessions: SessionStore;
   readonly #storage: Storage;
   readonly #logger: Logger;
 
@@ -51,27 +52,42 @@ export class CoreData {
     this.#logger = options.logger;
     this.embedder = options.embedder;
     this.acl = acl;
-    this.nodes = new NodeStore(storage);
+    const nodes = new NodeStore(storage, acl);
+    const sessions = new SessionStore(storage, nodes, acl);
+    this.#nodes = nodes;
+    this.#sessions = sessions;
     this.index = new NodeIndex(options.dataDir, options.embedder, options.logger);
-    this.sessions = new SessionStore(storage, this.nodes);
-    const committer = new CoreCommitter(storage, this.nodes, this.index, options.bus, options.logger);
+    const committer = new CoreCommitter(storage, nodes, this.index, options.bus, options.logger);
     const scratchpadStore = new ScratchpadStore(storage);
-    this.writer = new NodeWriter({ storage, nodes: this.nodes, sessions: this.sessions, committer, acl });
-    this.search = new NodeSearch(this.nodes, this.index, this.sessions, acl);
-    this.scratchpads = new Scratchpads(storage, scratchpadStore, this.sessions, committer);
-    this.lifecycle = new SessionLifecycle(storage, this.sessions);
-    this.#commitDeps = { nodes: this.nodes, scratchpads: scratchpadStore, sessions: this.sessions, committer, acl };
+    this.writer = new NodeWriter({ storage, nodes, sessions, committer });
+    this.search = new NodeSearch(nodes, this.index, sessions, acl);
+    this.scratchpads = new Scratchpads(storage, scratchpadStore, sessions, committer);
+    this.lifecycle = new SessionLifecycle(storage, sessions);
+    this.#commitDeps = { nodes, scratchpads: scratchpadStore, sessions, committer, acl };
+  }
+
+  /**
+   * A node as the caller may read it, through the staged writes of the caller's session `sessionId` when not "".
+   * NOT_FOUND — the same for another user's node (without a read grant) or session as for a missing one.
+   */
+  getNode(caller: Principal, id: number, sessionId: string): NodeState {
+    const what = `node ${id}`;
+    if (sessionId === "") return this.#nodes.reach(caller, id, "read", what);
+    return this.#sessions.chain(caller, "session_id", sessionId).reach(id, "read", what);
   }
 
   commit(caller: Principal, id: string, strategy: MergeStrategy): Promise<CommitOutcome> {
     return commitSession(this.#commitDeps, caller, id, strategy);
   }
 
-  /** Owner and run of a stored node (nodes have no lane), e.g. for subscriptions to one node. */
-  locateNode(nodeId: bigint): { owner: number; runId: string; lane: string } | undefined {
+  /**
+   * Owner and run of a stored node the caller may read (nodes have no lane), e.g. for subscriptions to one node or
+   * grants naming a run by one of its nodes; undefined alike when there is no such node and when it is out of reach.
+   */
+  locateNode(caller: Principal, nodeId: bigint): { owner: number; runId: string; lane: string } | undefined {
     const id = nodeIdOf(nodeId);
-    const record = id === undefined ? undefined : this.nodes.get(id);
-    return record === undefined ? undefined : { owner: record.owner, runId: record.runId, lane: "" };
+    const found = id === undefined ? undefined : this.#nodes.find(caller, id);
+    return found === undefined ? undefined : { owner: found.record.owner, runId: found.record.runId, lane: "" };
   }
 
   /**
@@ -85,22 +101,23 @@ export class CoreData {
       if (stored !== undefined) await this.#reembed(String(stored));
       await this.#storage.transaction(() => this.#storage.dbs.meta.put(NODE_EMBEDDER_KEY, this.embedder.id));
     }
-    this.index.load(this.nodes);
+    this.index.load(this.#nodes);
   }
 
   async #reembed(from: string): Promise<void> {
-    const ids = this.nodes.idsWithText();
+    const ids = this.#nodes.idsWithText();
     if (ids.length === 0) return;
     this.#logger.warn({ from, to: this.embedder.id, nodes: ids.length }, "embedder changed: re-embedding core nodes");
     for (let i = 0; i < ids.length; i += REEMBED_BATCH) {
       const batch = ids.slice(i, i + REEMBED_BATCH).flatMap((id) => {
-        const record = this.nodes.get(id);
+        // Start-up: every node is re-embedded, whoever owns it.
+        const record = this.#nodes.readStored(id);
         return record === undefined ? [] : [record];
       });
       const vectors = await this.embedder.embed(batch.map((record) => record.text));
       await this.#storage.transaction(() => {
-        batch.forEach((record, j) => this.nodes.putInTransaction(record, unitCopy(vectors[j] as Float32Array)));
-        this.nodes.bumpGenerationInTransaction();
+        batch.forEach((record, j) => this.#nodes.putInTransaction(record, unitCopy(vectors[j] as Float32Array)));
+        this.#nodes.bumpGenerationInTransaction();
       });
     }
   }

@@ -1,5 +1,7 @@
 // Who may reach a node: its owner, admins, and users holding a grant on the node's run. Other users' nodes answer
 // NOT_FOUND without a read grant (their existence does not leak) and PERMISSION_DENIED without a needed write grant.
+// Every lookup of a node by id (NodeStore.reach/find, SessionChain.reach) goes through `reachNode`, so another owner's
+// node and a missing one take the same path to the same error.
 import type { AccessControl, Permission } from "../acl/access-control.js";
 import type { Principal } from "../auth/principal.js";
 import { notFound, permissionDenied } from "../platform/errors.js";
@@ -9,7 +11,10 @@ export function mayRead(acl: AccessControl, caller: Principal, record: NodeRecor
   return acl.allows(caller, record.owner, record.runId, "", "read");
 }
 
-/** The node when the caller may act on it with `permission`; `what` names it in errors ("node 5"). */
+/**
+ * The node when the caller may act on it with `permission`; `what` names it in errors ("node 5"). NOT_FOUND, with
+ * the same text, whether `found` is undefined or a node the caller may not read.
+ */
 export function reachNode<T extends { readonly record: NodeRecord }>(
   acl: AccessControl,
   caller: Principal,

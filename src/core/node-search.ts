@@ -71,7 +71,7 @@ export class NodeSearch {
   }
 
   search(caller: Principal, q: NodeQuery): NodeHit[] {
-    const chain = q.sessionId === "" ? undefined : this.#sessions.chain("session_id", q.sessionId, caller.userId);
+    const chain = q.sessionId === "" ? undefined : this.#sessions.chain(caller, "session_id", q.sessionId);
     const touched = chain?.touchedIds() ?? new Set<number>();
     const { filter, runId } = q;
     const { lists, owners } = this.#scope(caller, runId);
@@ -80,13 +80,14 @@ export class NodeSearch {
       if (placed === undefined || touched.has(id)) return false;
       if ((owners !== undefined && !owners.has(placed.owner)) || (runId !== undefined && placed.runId !== runId)) return false;
       if (filter === undefined) return true;
-      const record = this.#nodes.get(id);
+      // Unscoped reads below are of ids the checks above kept inside the caller's scope.
+      const record = this.#nodes.readStored(id);
       return record !== undefined && matches(record, filter);
     };
     const hits: NodeHit[] = [];
     for (const hit of this.#index.search(q.vector, lists, accept, q.k)) {
       // A node deleted since the search began is left out.
-      const record = this.#nodes.get(hit.seq);
+      const record = this.#nodes.readStored(hit.seq);
       if (record !== undefined) hits.push({ record, similarity: hit.similarity });
     }
     for (const staged of chain?.stagedNodes() ?? []) {

@@ -1,9 +1,12 @@
 // Core nodes in LMDB: the record, its vector and its [owner, run_id, node_id] index, written together inside the
 // caller's transaction.
+import type { AccessControl, Permission } from "../acl/access-control.js";
+import type { Principal } from "../auth/principal.js";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
 import { vectorBytes, vectorFromBytes } from "../storage/entry-store.js";
 import { checkVersions, decodeOptional } from "../storage/record-codec.js";
+import { mayRead, reachNode } from "./node-access.js";
 import { decodeNode, NODE_RECORD_VERSION, type NodeRecord, type NodeState } from "./node-record.js";
 
 /** Counter bumped by every transaction that changes node vectors; the node graph is saved with it. */
@@ -11,26 +14,49 @@ const GENERATION_KEY = "seq:node_vector_writes";
 
 export class NodeStore {
   readonly #storage: Storage;
+  readonly #acl: AccessControl;
 
   /** Opens the store; throws RecordVersionError when a node was written by another schema version. */
-  constructor(storage: Storage) {
+  constructor(storage: Storage, acl: AccessControl) {
     this.#storage = storage;
+    this.#acl = acl;
     checkVersions("core_nodes", storage.dbs.nodes, NODE_RECORD_VERSION);
   }
 
-  get(id: number): NodeRecord | undefined {
+  /**
+   * The stored node as `caller` may act on it with `permission`: NOT_FOUND naming `what` — the same for another
+   * owner's node the caller holds no read grant on as for a missing one — or PERMISSION_DENIED when `write` is asked
+   * of a readable node without a write grant.
+   */
+  reach(caller: Principal, id: number, permission: Permission, what: string): NodeState {
+    return reachNode(this.#acl, caller, this.storedState(id), permission, what);
+  }
+
+  /** The stored node when `caller` may read it; undefined alike when there is none and when it is out of reach. */
+  find(caller: Principal, id: number): NodeState | undefined {
+    const state = this.storedState(id);
+    return state !== undefined && mayRead(this.#acl, caller, state.record) ? state : undefined;
+  }
+
+  /**
+   * Unscoped read of a node's record. Only for code that has already scoped the id: commit internals re-reading a
+   * node inside the transaction that checked it, search results drawn from the caller's scope, start-up
+   * re-embedding. Requests reach nodes through `reach` or `find`.
+   */
+  readStored(id: number): NodeRecord | undefined {
     return decodeOptional(this.#storage.dbs.nodes.get(id), (value) => decodeNode(id, value));
   }
 
-  vector(id: number): Float32Array | undefined {
-    const bytes = this.#storage.dbs.nodeVectors.get(id);
-    return bytes === undefined ? undefined : vectorFromBytes(bytes);
+  /** Unscoped read of a node with its vector, under the same rule as `readStored` (and for the view under a session). */
+  storedState(id: number): NodeState | undefined {
+    const record = this.readStored(id);
+    const vector = record === undefined ? undefined : this.#vector(id);
+    return record === undefined || vector === undefined ? undefined : { record, vector };
   }
 
-  state(id: number): NodeState | undefined {
-    const record = this.get(id);
-    const vector = record === undefined ? undefined : this.vector(id);
-    return record === undefined || vector === undefined ? undefined : { record, vector };
+  #vector(id: number): Float32Array | undefined {
+    const bytes = this.#storage.dbs.nodeVectors.get(id);
+    return bytes === undefined ? undefined : vectorFromBytes(bytes);
   }
 
   /** Ids of an owner's nodes in one run, ascending. */
@@ -52,7 +78,7 @@ export class NodeStore {
   /** Every node with its vector, for loading the index at start-up. */
   *all(): Generator<NodeState> {
     for (const { key, value } of this.#storage.dbs.nodes.getRange()) {
-      const vector = this.vector(key);
+      const vector = this.#vector(key);
       if (vector !== undefined) yield { record: decodeNode(key, value), vector };
     }
   }

@@ -1,6 +1,8 @@
 // Scratchpads in LMDB under [owner, session_id, seq]: keyed entries replace their predecessor, expired entries are
-// hidden from reads and dropped on the next write to the same scratchpad.
+// hidden from reads and dropped on the next write to the same scratchpad. Reads and clears take the caller and cover
+// only the caller's key range, so another user's scratchpad of the same id is simply empty to them.
 import type { Key } from "lmdb";
+import type { Principal } from "../auth/principal.js";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
 import { checkVersions, type RecordReader } from "../storage/record-codec.js";
@@ -51,9 +53,9 @@ export class ScratchpadStore {
     return { start: [owner, sessionId], end: [owner, sessionId, Number.MAX_SAFE_INTEGER + 1] };
   }
 
-  /** Every stored entry of a scratchpad, expired ones included, oldest first. */
-  entries(owner: number, sessionId: string): ScratchpadRecord[] {
-    return [...this.#storage.dbs.scratchpad.getRange(this.#range(owner, sessionId))].map(({ key, value }) => decodeScratchpadEntry(key, value));
+  /** Every stored entry of the caller's scratchpad, expired ones included, oldest first. */
+  entries(caller: Principal, sessionId: string): ScratchpadRecord[] {
+    return [...this.#storage.dbs.scratchpad.getRange(this.#range(caller.userId, sessionId))].map(({ key, value }) => decodeScratchpadEntry(key, value));
   }
 
   /** A fresh entry id from the shared sequence (also used when a write is staged in a session). */
@@ -62,7 +64,8 @@ export class ScratchpadStore {
   }
 
   /**
-   * Writes one entry inside the caller's transaction: drops the scratchpad's expired entries and the entry with the
+   * Writes one entry of `owner` (the caller, or the owner of the session being committed) inside the caller's
+   * transaction: drops the scratchpad's expired entries and the entry with the
    * same key, then appends. `id` keeps the id given when the write was staged.
    */
   writeInTransaction(owner: number, write: ScratchpadWrite, now: number, id?: string): ScratchpadRecord {
@@ -93,10 +96,10 @@ export class ScratchpadStore {
     return record;
   }
 
-  /** Deletes every entry of a scratchpad; resolves how many there were. */
-  async clear(owner: number, sessionId: string): Promise<number> {
+  /** Deletes every entry of the caller's scratchpad; resolves how many there were. */
+  async clear(caller: Principal, sessionId: string): Promise<number> {
     return this.#storage.transaction(() => {
-      const keys = [...this.#storage.dbs.scratchpad.getKeys(this.#range(owner, sessionId))];
+      const keys = [...this.#storage.dbs.scratchpad.getKeys(this.#range(caller.userId, sessionId))];
       for (const key of keys) this.#storage.dbs.scratchpad.remove(key);
       return keys.length;
     });

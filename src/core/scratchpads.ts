@@ -32,23 +32,25 @@ export class Scratchpads {
       });
     }
     return this.#storage.transaction(() => {
-      const chain = this.#sessions.chain("txn_session_id", txnSessionId, owner);
+      const chain = this.#sessions.chain(caller, "txn_session_id", txnSessionId);
       const id = this.#store.nextIdInTransaction();
       (chain.staged[0] as StagedOps).fold({ kind: "scratchpad", id, write, stagedAt: Date.now() });
       this.#sessions.putInTransaction({ ...chain.leaf, ops: (chain.staged[0] as StagedOps).ops });
-      const seen = chain.scratchpad(write.sessionId, this.#store.entries(owner, write.sessionId));
+      const seen = chain.scratchpad(write.sessionId, this.#store.entries(caller, write.sessionId));
       return seen.find((e) => e.id === id) as ScratchpadRecord;
     });
   }
 
   /** Live entries of a scratchpad, oldest first; through `txnSessionId`'s staged writes when not "". */
   read(caller: Principal, sessionId: string, filter: ScratchpadFilter, txnSessionId: string): ScratchpadRecord[] {
-    const stored = this.#store.entries(caller.userId, sessionId);
-    const entries = txnSessionId === "" ? stored : this.#sessions.chain("txn_session_id", txnSessionId, caller.userId).scratchpad(sessionId, stored);
+    // The session is reached first, so an unknown `txn_session_id` fails the same way whatever the scratchpad holds.
+    const chain = txnSessionId === "" ? undefined : this.#sessions.chain(caller, "txn_session_id", txnSessionId);
+    const stored = this.#store.entries(caller, sessionId);
+    const entries = chain === undefined ? stored : chain.scratchpad(sessionId, stored);
     return selectEntries(entries, filter, Date.now());
   }
 
   clear(caller: Principal, sessionId: string): Promise<number> {
-    return this.#store.clear(caller.userId, sessionId);
+    return this.#store.clear(caller, sessionId);
   }
 }

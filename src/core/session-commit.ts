@@ -71,7 +71,7 @@ function resolve(op: StagedOp, current: NodeState | undefined, conflicted: boole
  */
 export async function commitSession(deps: SessionCommitDeps, caller: Principal, id: string, strategy: MergeStrategy): Promise<CommitOutcome> {
   return deps.committer.commit((changes) => {
-    const chain = deps.sessions.chain("id", id, caller.userId);
+    const chain = deps.sessions.chain(caller, "id", id);
     const session = chain.leaf;
     if (session.children.length > 0) {
       throw new ConnectError(`session "${id}" has open child sessions (${session.children.join(", ")}); commit or drop them first`, Code.FailedPrecondition);

@@ -1,8 +1,12 @@
 // Open transactional sessions and their snapshots in LMDB, and the view of the store through a session: its staged
-// writes over those of its parents over the store.
+// writes over those of its parents over the store. A session or snapshot is its creator's alone: every lookup takes
+// the caller, and another user's answers NOT_FOUND exactly as a missing one does.
 import { randomBytes } from "node:crypto";
+import type { AccessControl, Permission } from "../acl/access-control.js";
+import type { Principal } from "../auth/principal.js";
 import type { Storage } from "../storage/database.js";
 import { notFound } from "../platform/errors.js";
+import { reachNode } from "./node-access.js";
 import type { NodeState } from "./node-record.js";
 import type { NodeStore } from "./node-store.js";
 import { checkVersions, decodeOptional } from "../storage/record-codec.js";
@@ -14,14 +18,19 @@ import { decodeSession, decodeSnapshot, SESSION_RECORD_VERSION, StagedOps, stage
  * view of its i-th ancestor, and level `depth` the store itself.
  */
 export class SessionChain {
+  /** The session's owner, who reached it: node lookups through the chain are in this caller's scope. */
+  readonly caller: Principal;
   readonly records: readonly SessionRecord[];
   readonly staged: readonly StagedOps[];
   readonly #nodes: NodeStore;
+  readonly #acl: AccessControl;
 
-  constructor(records: readonly SessionRecord[], nodes: NodeStore) {
+  constructor(caller: Principal, records: readonly SessionRecord[], nodes: NodeStore, acl: AccessControl) {
+    this.caller = caller;
     this.records = records;
     this.staged = records.map((r) => new StagedOps(r.ops));
     this.#nodes = nodes;
+    this.#acl = acl;
   }
 
   get leaf(): SessionRecord {
@@ -32,17 +41,24 @@ export class SessionChain {
     return this.records.length;
   }
 
-  /** The node as seen at a level: the nearest staged write wins, a staged delete hides it. */
+  /**
+   * The node as the session sees it, when its caller may act on it with `permission`; NOT_FOUND naming `what` (the
+   * same for a node out of the caller's reach as for a missing one) or PERMISSION_DENIED, as NodeStore.reach.
+   */
+  reach(id: number, permission: Permission, what: string): NodeState {
+    return reachNode(this.#acl, this.caller, this.nodeAt(0, id), permission, what);
+  }
+
+  /**
+   * Unscoped: the node as seen at a level, the nearest staged write winning and a staged delete hiding it. Only for
+   * staging and commit internals comparing and re-reading nodes already reached; requests use `reach`.
+   */
   nodeAt(level: number, id: number): NodeState | undefined {
     for (let i = level; i < this.staged.length; i++) {
       const op = (this.staged[i] as StagedOps).node(id);
       if (op !== undefined) return op.kind === "put" ? stagedState(op) : undefined;
     }
-    return this.#nodes.state(id);
-  }
-
-  node(id: number): NodeState | undefined {
-    return this.nodeAt(0, id);
+    return this.#nodes.storedState(id);
   }
 
   /** Ids with a staged write anywhere in the chain: the store's version of them is not what the session sees. */
@@ -86,11 +102,13 @@ export class SessionChain {
 export class SessionStore {
   readonly #storage: Storage;
   readonly #nodes: NodeStore;
+  readonly #acl: AccessControl;
 
   /** Opens the store; throws RecordVersionError when a session or snapshot was written by another schema version. */
-  constructor(storage: Storage, nodes: NodeStore) {
+  constructor(storage: Storage, nodes: NodeStore, acl: AccessControl) {
     this.#storage = storage;
     this.#nodes = nodes;
+    this.#acl = acl;
     checkVersions("core_sessions", storage.dbs.coreSessions, SESSION_RECORD_VERSION);
     checkVersions("core_session_snapshots", storage.dbs.coreSnapshots, SESSION_RECORD_VERSION);
   }
@@ -99,27 +117,31 @@ export class SessionStore {
     return `cs_${randomBytes(12).toString("hex")}`;
   }
 
-  get(id: string): SessionRecord | undefined {
+  /**
+   * Unscoped read, kept private: only for walking the tree of a session its owner already reached (its parents and
+   * children, which share that owner).
+   */
+  #readStored(id: string): SessionRecord | undefined {
     return decodeOptional(this.#storage.dbs.coreSessions.get(id), (value) => decodeSession(id, value));
   }
 
-  /** An open session of `owner`, or NOT_FOUND naming `field`. */
-  own(field: string, id: string, owner: number): SessionRecord {
-    const record = id === "" ? undefined : this.get(id);
-    if (record === undefined || record.owner !== owner) throw notFound(`session "${id}" (${field})`);
+  /** An open session of the caller; NOT_FOUND naming `field` — the same for another user's session as for none. */
+  reach(caller: Principal, field: string, id: string): SessionRecord {
+    const record = id === "" ? undefined : this.#readStored(id);
+    if (record === undefined || record.owner !== caller.userId) throw notFound(`session "${id}" (${field})`);
     return record;
   }
 
-  /** The session and its ancestors; NOT_FOUND naming `field` unless it is an open session of `owner`. */
-  chain(field: string, id: string, owner: number): SessionChain {
-    const records = [this.own(field, id, owner)];
+  /** The session and its ancestors; NOT_FOUND naming `field` unless it is an open session of the caller. */
+  chain(caller: Principal, field: string, id: string): SessionChain {
+    const records = [this.reach(caller, field, id)];
     for (let parent = records[0]?.parentId ?? ""; parent !== ""; ) {
-      const record = this.get(parent);
+      const record = this.#readStored(parent);
       if (record === undefined) throw notFound(`session "${parent}" (parent of ${field} "${id}")`);
       records.push(record);
       parent = record.parentId;
     }
-    return new SessionChain(records, this.#nodes);
+    return new SessionChain(caller, records, this.#nodes, this.#acl);
   }
 
   putInTransaction(record: SessionRecord): void {
@@ -130,9 +152,29 @@ export class SessionStore {
     this.#storage.dbs.coreSessions.remove(id);
   }
 
-  snapshot(owner: number, name: string): SnapshotRecord | undefined {
-    const key = [owner, name];
-    return decodeOptional(this.#storage.dbs.coreSnapshots.get(key), (value) => decodeSnapshot(key, value));
+  /**
+   * Inside the caller's transaction, closes a session already reached by its owner together with all its open
+   * descendants, and unlinks it from its parent; returns how many sessions closed.
+   */
+  closeTreeInTransaction(session: SessionRecord): number {
+    const closing: string[] = [];
+    for (const queue = [session.id]; queue.length > 0; ) {
+      const next = queue.shift() as string;
+      closing.push(next);
+      queue.push(...(this.#readStored(next)?.children ?? []));
+    }
+    const parent = session.parentId === "" ? undefined : this.#readStored(session.parentId);
+    if (parent !== undefined) this.putInTransaction({ ...parent, children: parent.children.filter((c) => c !== session.id) });
+    for (const closed of closing) this.removeInTransaction(closed);
+    return closing.length;
+  }
+
+  /** The caller's snapshot of that name; NOT_FOUND otherwise (snapshots are keyed by owner: no other user's is read). */
+  snapshot(caller: Principal, name: string): SnapshotRecord {
+    const key = [caller.userId, name];
+    const record = decodeOptional(this.#storage.dbs.coreSnapshots.get(key), (value) => decodeSnapshot(key, value));
+    if (record === undefined) throw notFound(`snapshot "${name}"`);
+    return record;
   }
 
   putSnapshotInTransaction(record: SnapshotRecord): void {

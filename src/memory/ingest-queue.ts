@@ -7,7 +7,8 @@ import type { Metrics } from "../platform/metrics.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
-import type { EntryStore, EntryType, NewEntry } from "../storage/entry-store.js";
+import { ENTRY_TYPES, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
+import { decodeOptional, openRecord } from "../storage/record-codec.js";
 import type { EntryWriter } from "./entry-writer.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Key } from "lmdb";
@@ -60,6 +61,40 @@ export interface IngestJobRecord {
   readonly traces: readonly JobTrace[];
 }
 
+const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const satisfies readonly JobStatus[];
+const JOB_RECORD_VERSION = 1;
+
+/** Checks a job record read from LMDB against its schema (see record-codec). */
+function decodeJob(jobId: string, value: unknown): IngestJobRecord {
+  const r = openRecord("ingest_jobs", jobId, value, JOB_RECORD_VERSION);
+  return {
+    v: JOB_RECORD_VERSION,
+    jobId: r.string("jobId"),
+    jobSeq: r.integer("jobSeq"),
+    owner: r.integer("owner"),
+    runId: r.string("runId"),
+    agentId: r.string("agentId"),
+    status: r.oneOf("status", JOB_STATUSES),
+    error: r.string("error"),
+    createdAt: r.number("createdAt"),
+    startedAt: r.number("startedAt"),
+    finishedAt: r.number("finishedAt"),
+    itemCount: r.integer("itemCount"),
+    entryCount: r.integer("entryCount"),
+    ordered: r.boolean("ordered"),
+    idempotencyKey: r.string("idempotencyKey"),
+    deduplicatedCount: r.integer("deduplicatedCount"),
+    traces: r.objects("traces").map((t) => ({
+      itemId: t.string("itemId"),
+      contentType: t.string("contentType"),
+      entryType: t.oneOf("entryType", ENTRY_TYPES),
+      reasoning: t.string("reasoning"),
+      confidence: t.number("confidence"),
+      recordId: t.string("recordId"),
+    })),
+  };
+}
+
 export interface Acceptance {
   readonly job: IngestJobRecord;
   readonly deduplicated: boolean;
@@ -104,22 +139,28 @@ export class IngestQueue {
   }
 
   /** The job as callers may see it: `completed` only once its entries are searchable. */
-  get(jobId: string): IngestJobRecord | undefined {
+  get(jobId: string, canRead: (job: IngestJobRecord) => boolean): IngestJobRecord | undefined {
     const job = this.#read(jobId);
-    if (job === undefined || jobId !== this.#indexing || job.status !== "completed") return job;
+    if (job === undefined || !canRead(job)) return undefined;
+    if (jobId !== this.#indexing || job.status !== "completed") return job;
     return { ...job, status: "running", finishedAt: 0, entryCount: 0, traces: [] };
+  }
+
+  /** A job as callers see it, without a reader's check: for the worker's own waiters. */
+  #view(jobId: string): IngestJobRecord | undefined {
+    return this.get(jobId, () => true);
   }
 
   /** The stored record, for read-modify-write inside a transaction. */
   #read(jobId: string): IngestJobRecord | undefined {
-    return this.#storage.dbs.jobs.get(jobId) as IngestJobRecord | undefined;
+    return decodeOptional(this.#storage.dbs.jobs.get(jobId), (value) => decodeJob(jobId, value));
   }
 
   /** Jobs of one owner's run, oldest first. */
   *jobsOfRun(owner: number, runId: string): Generator<IngestJobRecord> {
     const { dbs } = this.#storage;
     for (const { value } of dbs.jobsByRun.getRange({ start: [owner, runId, 0], end: [owner, runId, Infinity] })) {
-      const job = this.get(value);
+      const job = this.get(value, (j) => j.owner === owner);
       if (job !== undefined) yield job;
     }
   }
@@ -196,14 +237,14 @@ export class IngestQueue {
 
   /** Resolves when the job is done (or at once if it already is). */
   async waitFor(jobId: string): Promise<IngestJobRecord | undefined> {
-    const job = this.get(jobId);
+    const job = this.#view(jobId);
     if (job === undefined || job.status === "completed" || job.status === "failed") return job;
     await new Promise<void>((resolve) => {
       const waiters = this.#finished.get(jobId) ?? [];
       waiters.push(resolve);
       this.#finished.set(jobId, waiters);
     });
-    return this.get(jobId);
+    return this.#view(jobId);
   }
 
   /** Resolves once the worker has drained the queue (tests). */

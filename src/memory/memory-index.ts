@@ -73,6 +73,7 @@ export class MemoryIndex {
       this.sparse.add(after.seq, reindex.termFreqs);
       this.dense.remove(after.seq);
       this.dense.add(after.seq, reindex.vector);
+      this.dense.generation = this.#entries.vectorGeneration();
       void this.dense.indexPending();
       this.dense.saveSoon();
     }
@@ -83,6 +84,7 @@ export class MemoryIndex {
     this.catalog.remove(seq);
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);
+    this.dense.generation = this.#entries.vectorGeneration();
     this.dense.saveSoon();
   }
 
@@ -100,6 +102,7 @@ export class MemoryIndex {
   forgetHidden(seq: number, termFreqs: ReadonlyMap<string, number>): void {
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);
+    this.dense.generation = this.#entries.vectorGeneration();
   }
 
   /**
@@ -113,6 +116,7 @@ export class MemoryIndex {
     for (const { seq, vector } of this.#entries.allVectors((seq) => this.catalog.has(seq))) {
       if (vector.length === this.dense.dimensions) this.dense.add(seq, vector);
     }
+    this.dense.generation = this.#entries.vectorGeneration();
     this.dense.loadGraph();
     this.#logger.info({ entries: this.catalog.count, vector_graph: this.dense.size, ms: Date.now() - started }, "memory catalog loaded");
     void this.dense.indexPending();

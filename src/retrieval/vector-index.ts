@@ -59,6 +59,8 @@ interface Partition {
   /** Vectors present. */
   count: number;
   dirty: boolean;
+  /** The graph's file matches it as of its last save (or it was loaded from it): the manifest may name it. */
+  persisted: boolean;
 }
 
 /** Which partition a vector belongs to: for memory entries, its owner. */
@@ -136,7 +138,7 @@ export class VectorIndex {
   #partition(partition: number): Partition {
     let part = this.#partitions.get(partition);
     if (part === undefined) {
-      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, dirty: false };
+      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, dirty: false, persisted: false };
       this.#partitions.set(partition, part);
     }
     return part;
@@ -274,6 +276,7 @@ export class VectorIndex {
       part.indexedUpTo = indexedUpTo;
       part.pending = part.pending.filter((seq) => seq > indexedUpTo);
       part.needsQueue = true;
+      part.persisted = true;
       this.#queueWanted = true;
     }
   }
@@ -332,11 +335,13 @@ export class VectorIndex {
       (part.graph as Usearch.Index).save(`${file}.tmp`);
       fs.renameSync(`${file}.tmp`, file);
       part.dirty = false;
+      part.persisted = true;
     }
+    // A graph not yet written (made, not yet filled) is left out: a file of an earlier process may lie under its name.
     const manifest: Manifest = {
       embedderId: this.embedderId,
       dimensions: this.dimensions,
-      graphs: graphs.map(([partition, part]) => ({ partition, indexedUpTo: part.indexedUpTo })),
+      graphs: graphs.filter(([, part]) => part.persisted).map(([partition, part]) => ({ partition, indexedUpTo: part.indexedUpTo })),
       generation: this.generation,
     };
     fs.writeFileSync(`${this.#manifestFile}.tmp`, JSON.stringify(manifest));

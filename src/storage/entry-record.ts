@@ -1,5 +1,6 @@
 // The memory entry record: its vocabularies (defined once, everything else derives from them), its shape, and the
 // decoder every read from LMDB goes through (schema version checked, older versions upgraded, nothing cast).
+import { openRecord } from "./record-codec.js";
 
 export const ENTRY_TYPES = ["fact", "lesson", "rule", "trace", "working_memory", "archive_block", "checkpoint"] as const;
 export type EntryType = (typeof ENTRY_TYPES)[number];
@@ -118,94 +119,56 @@ export function isStaleRecord(record: EntryRecord): boolean {
   return record.stale || record.supersededBy !== "";
 }
 
-export class RecordDecodeError extends Error {}
-
 /**
  * Checks a value read from the entries database and returns it as the current record version. Version 1 records
  * (before update, delete and lineage) are upgraded with the defaults those fields had; any other version, or a
  * missing or mistyped field, throws: start-up stops with the message rather than serving a corrupt record.
  */
 export function decodeEntry(value: unknown, seq: number): EntryRecord {
-  const where = `entries record ${seq}`;
-  if (typeof value !== "object" || value === null) throw new RecordDecodeError(`${where} is not a record`);
-  const raw = value as Record<string, unknown>;
-  const version = raw["v"];
-  if (version !== 1 && version !== ENTRY_RECORD_VERSION) {
-    throw new RecordDecodeError(
-      `${where} has schema version ${String(version)}; this build reads 1 and ${ENTRY_RECORD_VERSION}: upgrade Engram or restore a matching backup`,
-    );
-  }
-  const field = <T>(name: string, check: (x: unknown) => x is T): T => {
-    const x = raw[name];
-    if (!check(x)) throw new RecordDecodeError(`${where} field ${name} is ${x === undefined ? "missing" : `not ${check.name.replace(/^is/, "a ")}`}`);
-    return x;
-  };
-  const str = (name: string): string => field(name, isString);
-  const num = (name: string): number => field(name, isNumber);
-  const entryType = str("entryType");
-  if (!(ENTRY_TYPES as readonly string[]).includes(entryType)) throw new RecordDecodeError(`${where} has unknown entry type "${entryType}"`);
-  const importance = str("importance");
-  if (!(IMPORTANCE_LEVELS as readonly string[]).includes(importance)) throw new RecordDecodeError(`${where} has unknown importance "${importance}"`);
-  const createdAt = num("createdAt");
-  const upgraded = version === 1;
+  const r = openRecord("entries", seq, value, [1, ENTRY_RECORD_VERSION]);
+  const upgraded = r.version === 1;
+  const entryType = r.oneOf("entryType", ENTRY_TYPES);
+  const createdAt = r.number("createdAt");
   return {
     v: ENTRY_RECORD_VERSION,
-    seq: num("seq"),
-    id: str("id"),
-    owner: num("owner"),
-    runId: str("runId"),
-    agentId: str("agentId"),
-    userId: str("userId"),
-    entryType: entryType as EntryType,
-    content: str("content"),
-    lessonScope: str("lessonScope"),
-    lessonType: str("lessonType"),
-    importance: importance as Importance,
-    metadataJson: str("metadataJson"),
-    lane: str("lane"),
-    occurrenceTime: num("occurrenceTime"),
+    seq: r.integer("seq"),
+    id: r.string("id"),
+    owner: r.integer("owner"),
+    runId: r.string("runId"),
+    agentId: r.string("agentId"),
+    userId: r.string("userId"),
+    entryType,
+    content: r.string("content"),
+    lessonScope: r.string("lessonScope"),
+    lessonType: r.string("lessonType"),
+    importance: r.oneOf("importance", IMPORTANCE_LEVELS),
+    metadataJson: r.string("metadataJson"),
+    lane: r.string("lane"),
+    occurrenceTime: r.number("occurrenceTime"),
     createdAt,
-    updatedAt: upgraded ? createdAt : num("updatedAt"),
-    supersededBy: str("supersededBy"),
-    stale: upgraded ? false : field("stale", isBoolean),
-    upsertKey: str("upsertKey"),
-    source: str("source"),
-    referenceId: str("referenceId"),
-    contentType: str("contentType"),
-    envTags: field("envTags", isStringArray),
-    derived: field("derived", isBoolean),
-    confidence: num("confidence"),
-    validationStatus: upgraded ? (entryType === "lesson" ? "pending" : "") : str("validationStatus"),
-    sourceIds: upgraded ? [] : field("sourceIds", isStringArray),
-    lineageReview: upgraded ? "" : str("lineageReview"),
-    audit: upgraded ? [] : field("audit", isAuditList),
-    termCount: num("termCount"),
+    updatedAt: upgraded ? createdAt : r.number("updatedAt"),
+    supersededBy: r.string("supersededBy"),
+    stale: upgraded ? false : r.boolean("stale"),
+    upsertKey: r.string("upsertKey"),
+    source: r.string("source"),
+    referenceId: r.string("referenceId"),
+    contentType: r.string("contentType"),
+    envTags: r.strings("envTags"),
+    derived: r.boolean("derived"),
+    confidence: r.number("confidence"),
+    validationStatus: upgraded ? (entryType === "lesson" ? "pending" : "") : r.string("validationStatus"),
+    sourceIds: upgraded ? [] : r.strings("sourceIds"),
+    lineageReview: upgraded ? "" : r.string("lineageReview"),
+    audit: upgraded
+      ? []
+      : r.objects("audit").map((e) => ({
+          at: e.number("at"),
+          field: e.string("field"),
+          from: e.string("from"),
+          to: e.string("to"),
+          reason: e.string("reason"),
+          agentId: e.string("agentId"),
+        })),
+    termCount: r.integer("termCount"),
   };
-}
-
-function isString(x: unknown): x is string {
-  return typeof x === "string";
-}
-
-function isNumber(x: unknown): x is number {
-  return typeof x === "number" && Number.isFinite(x);
-}
-
-function isBoolean(x: unknown): x is boolean {
-  return typeof x === "boolean";
-}
-
-function isStringArray(x: unknown): x is string[] {
-  return Array.isArray(x) && x.every(isString);
-}
-
-function isAuditList(x: unknown): x is EntryAuditEvent[] {
-  return (
-    Array.isArray(x) &&
-    x.every((e: unknown) => {
-      if (typeof e !== "object" || e === null) return false;
-      const r = e as Record<string, unknown>;
-      return isNumber(r["at"]) && isString(r["field"]) && isString(r["from"]) && isString(r["to"]) && isString(r["reason"]) && isString(r["agentId"]);
-    })
-  );
 }

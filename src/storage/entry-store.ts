@@ -74,6 +74,8 @@ export interface DeletedEntry {
 /** A reader's visibility test, applied inside every lookup by id so that no handler can forget it. */
 export type CanRead = (record: EntryRecord) => boolean;
 
+const VECTOR_GENERATION_KEY = "entry_vector_generation";
+
 const tombstoneKey = (owner: number, runId: string): string => `${owner}\u0000${runId}`;
 
 export class EntryStore {
@@ -176,6 +178,7 @@ export class EntryStore {
       for (const term of reindex.oldTermFreqs.keys()) dbs.postings.remove([term, seq]);
       for (const [term, tf] of reindex.termFreqs) dbs.postings.put([term, seq], tf);
       dbs.vectors.put(seq, vectorBytes(reindex.vector));
+      this.#bumpVectorGeneration();
       termCount = termCountOf(reindex.termFreqs);
     }
     const after = { ...(next as unknown as EntryRecord), termCount, updatedAt: now, audit: [...before.audit, ...changes] };
@@ -194,6 +197,7 @@ export class EntryStore {
     const { dbs } = this.#storage;
     dbs.entries.remove(seq);
     dbs.vectors.remove(seq);
+    this.#bumpVectorGeneration();
     dbs.entriesByOwnerRun.remove([record.owner, record.runId, seq]);
     dbs.entriesByRun.remove([record.runId, seq]);
     dbs.entriesByOwner.remove([record.owner, seq]);
@@ -367,6 +371,19 @@ export class EntryStore {
   /** Replaces a stored vector (re-embedding with another model). Call inside a write transaction. */
   putVectorInTransaction(seq: number, vector: Float32Array): void {
     this.#storage.dbs.vectors.put(seq, vectorBytes(vector));
+  }
+
+  /**
+   * Counts changes and removals of stored vectors (appends do not count: a saved graph catches up on newer seqs by
+   * itself). A vector graph saved at another generation may hold stale or deleted vectors and is rebuilt instead.
+   */
+  vectorGeneration(): number {
+    const current = this.#storage.dbs.meta.get(VECTOR_GENERATION_KEY);
+    return typeof current === "number" ? current : 0;
+  }
+
+  #bumpVectorGeneration(): void {
+    this.#storage.dbs.meta.put(VECTOR_GENERATION_KEY, this.vectorGeneration() + 1);
   }
 
   maxSeq(): number {

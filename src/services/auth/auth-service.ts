@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService, type AuthUser } from "../../../gen/engram/v2/auth_service_pb.js";
 import { callerOf, isAdmin, type Principal } from "../../auth/principal.js";
 import { mintApiKey } from "../../auth/api-key.js";
-import type { UserRecord, UserStore, Role } from "../../storage/user-store.js";
+import { ROLES, type Role, type UserRecord, type UserStore } from "../../storage/user-store.js";
 import { invalidArgument, notFound, permissionDenied, quoted } from "../../platform/errors.js";
 
 const USERNAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -18,10 +18,12 @@ function validUsername(username: string): string {
   return username;
 }
 
+/** A role from a request: "" is `user`; anything else must be one of ROLES, spelled exactly. */
 function parseRole(role: string): Role {
-  if (role === "" || role === "user") return "user";
-  if (role === "admin") return "admin";
-  throw invalidArgument("role", `must be "user" or "admin", got ${quoted(role)}`);
+  if (role === "") return "user";
+  const match = ROLES.find((r) => r === role);
+  if (match === undefined) throw invalidArgument("role", `must be ${ROLES.map((r) => `"${r}"`).join(" or ")}, got ${quoted(role)}`);
+  return match;
 }
 
 export function authService(users: UserStore, instanceTag: string): Partial<ServiceImpl<typeof AuthService>> {

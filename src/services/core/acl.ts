@@ -2,17 +2,14 @@
 // may also be named by one of its core nodes (`node_id`), as clients with node-level permissions do.
 import type { HandlerContext } from "@connectrpc/connect";
 import { callerOf, type Principal } from "../../auth/principal.js";
-import type { AccessControl, Permission, PrincipalType } from "../../acl/access-control.js";
+import { PERMISSIONS, PRINCIPAL_TYPES, type AccessControl, type Permission } from "../../acl/access-control.js";
 import { invalidArgument, notFound, permissionDenied } from "../../platform/errors.js";
 import type { UserStore } from "../../storage/user-store.js";
 import { bounded, oneOf, required } from "../memory/validate.js";
 import type { CoreHandlers } from "./core-service.js";
 
-const PRINCIPAL_TYPES: readonly PrincipalType[] = ["user", "agent"];
-const PERMISSIONS: readonly Permission[] = ["read", "write"];
-
-/** Owner and run of a stored core node; undefined when there is no such node. */
-export type LocateNode = (nodeId: bigint) => { readonly owner: number; readonly runId: string } | undefined;
+/** Owner and run of a core node the caller may read; undefined alike when there is none and when it is out of reach. */
+export type LocateNode = (caller: Principal, nodeId: bigint) => { readonly owner: number; readonly runId: string } | undefined;
 
 interface GrantFields {
   readonly principalType: string;
@@ -26,16 +23,16 @@ interface GrantFields {
  * The run a request names: `run_id`, or the run holding `node_id`, which must be a node of the caller (grants are made
  * by a run's owner). Both given: they must agree.
  */
-function runOf(req: GrantFields, caller: Principal, acl: AccessControl, locateNode: LocateNode): string {
+function runOf(req: GrantFields, caller: Principal, locateNode: LocateNode): string {
   if (req.nodeId === 0n) {
     if (req.runId.trim() === "") throw invalidArgument("run_id", "is required (or node_id, a node of the run)");
     return required("run_id", req.runId);
   }
   const runId = bounded("run_id", req.runId);
   const what = `node ${req.nodeId}`;
-  const node = locateNode(req.nodeId);
-  // A node the caller cannot read answers as missing, so its existence does not leak.
-  if (node === undefined || !acl.allows(caller, node.owner, node.runId, "", "read")) throw notFound(what);
+  // The lookup is scoped: a node the caller cannot read answers as missing, so its existence does not leak.
+  const node = locateNode(caller, req.nodeId);
+  if (node === undefined) throw notFound(what);
   if (node.owner !== caller.userId) {
     throw permissionDenied(`${what} is in run "${node.runId}" of another user; only a run's owner manages its permissions`);
   }
@@ -43,13 +40,13 @@ function runOf(req: GrantFields, caller: Principal, acl: AccessControl, locateNo
   return node.runId;
 }
 
-function parse(req: GrantFields, ctx: HandlerContext, acl: AccessControl, locateNode: LocateNode) {
+function parse(req: GrantFields, ctx: HandlerContext, locateNode: LocateNode) {
   const caller = callerOf(ctx);
   return {
     owner: caller.userId,
     principalType: oneOf("principal_type", req.principalType, PRINCIPAL_TYPES, "user"),
     principalId: required("principal_id", req.principalId),
-    runId: runOf(req, caller, acl, locateNode),
+    runId: runOf(req, caller, locateNode),
     lane: bounded("lane", req.lane),
   };
 }
@@ -62,7 +59,7 @@ function requiredPermission(value: string): Permission {
 export function aclHandlers(acl: AccessControl, users: UserStore, locateNode: LocateNode): CoreHandlers {
   return {
     async grantPermission(req, ctx) {
-      const grant = parse(req, ctx, acl, locateNode);
+      const grant = parse(req, ctx, locateNode);
       const permission = requiredPermission(req.permission);
       if (grant.principalType === "user" && users.get(grant.principalId) === undefined) {
         throw notFound(`user "${grant.principalId}"`);
@@ -78,7 +75,7 @@ export function aclHandlers(acl: AccessControl, users: UserStore, locateNode: Lo
     },
 
     async revokePermission(req, ctx) {
-      const grant = parse(req, ctx, acl, locateNode);
+      const grant = parse(req, ctx, locateNode);
       const permission = req.permission === "" ? "" : oneOf("permission", req.permission, PERMISSIONS, "read");
       const removed = await acl.revoke(grant.owner, grant.runId, grant.principalType, grant.principalId, grant.lane, permission);
       return {
@@ -89,7 +86,7 @@ export function aclHandlers(acl: AccessControl, users: UserStore, locateNode: Lo
 
     checkPermission(req, ctx) {
       const caller = callerOf(ctx);
-      const grant = parse(req, ctx, acl, locateNode);
+      const grant = parse(req, ctx, locateNode);
       const permission = requiredPermission(req.permission);
       const self = grant.principalType === "user" && grant.principalId === caller.username;
       const reason = self ? "owner" : acl.check(grant.owner, grant.runId, grant.principalType, grant.principalId, grant.lane, permission);

@@ -1,7 +1,6 @@
 // Node routes: insert or update one node or a batch, get, delete one node, delete a run's nodes.
 import { callerOf } from "../../auth/principal.js";
 import type { CoreData } from "../../core/core-data.js";
-import { reachNode } from "../../core/node-access.js";
 import { bounded, required } from "../memory/validate.js";
 import { coreNodeOf } from "./core-messages.js";
 import type { CoreHandlers } from "./core-service.js";
@@ -36,8 +35,7 @@ export function nodeHandlers(core: CoreData): CoreHandlers {
       const caller = callerOf(ctx);
       const id = nodeIdParam("id", req.id);
       const sessionId = bounded("session_id", req.sessionId);
-      const found = sessionId === "" ? core.nodes.state(id) : core.sessions.chain("session_id", sessionId, caller.userId).node(id);
-      return { node: coreNodeOf(reachNode(core.acl, caller, found, "read", `node ${id}`)) };
+      return { node: coreNodeOf(core.getNode(caller, id, sessionId)) };
     },
 
     async deleteNode(req, ctx) {

@@ -3,8 +3,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { SubscribeCoreEventsRequest, SubscribeCoreEventsResponseSchema } from "../../../gen/engram/v2/core_service_pb.js";
-import type { AccessControl } from "../../acl/access-control.js";
-import { callerOf } from "../../auth/principal.js";
+import { callerOf, type Principal } from "../../auth/principal.js";
 import type { CoreFilter, CoreFilterType, Delivery, SubscriptionRegistry } from "../../core/subscriptions.js";
 import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import type { Embedder } from "../../retrieval/embedder.js";
@@ -22,10 +21,9 @@ export interface NodeLocation {
 
 export interface PubsubDeps {
   readonly registry: SubscriptionRegistry;
-  readonly acl: AccessControl;
   readonly embedder: Embedder;
-  /** The owner, run and lane of a node that exists, or undefined. */
-  readonly locateNode: (nodeId: bigint) => NodeLocation | undefined;
+  /** The owner, run and lane of a node the caller may read; undefined alike when there is none and when it is out of reach. */
+  readonly locateNode: (caller: Principal, nodeId: bigint) => NodeLocation | undefined;
 }
 
 type EventMessage = MessageInitShape<typeof SubscribeCoreEventsResponseSchema>;
@@ -37,11 +35,8 @@ const FILTER_PARSERS: { readonly [K in CoreFilterType]: FilterParser } = {
   all: () => ({ kind: "all" }),
   node: (deps, req, ctx) => {
     if (req.nodeId === 0n) throw invalidArgument("node_id", "is required when filter_type is node");
-    const node = deps.locateNode(req.nodeId);
-    // Another user's node answers as if it did not exist, unless the caller may read it.
-    if (node === undefined || !deps.acl.allows(callerOf(ctx), node.owner, node.runId, node.lane, "read")) {
-      throw notFound(`node ${req.nodeId}`);
-    }
+    // The lookup is scoped: another user's node answers as if it did not exist, unless the caller may read it.
+    if (deps.locateNode(callerOf(ctx), req.nodeId) === undefined) throw notFound(`node ${req.nodeId}`);
     return { kind: "node", nodeId: req.nodeId };
   },
   semantic: async (deps, req) => {

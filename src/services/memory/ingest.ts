@@ -103,9 +103,11 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
 
     async getIngestJob(req, ctx) {
       const caller = callerOf(ctx);
-      const job = deps.ingest.get(required("job_id", req.jobId));
-      const visible = job !== undefined && (isAdmin(caller) || job.owner === caller.userId);
-      if (!visible || (req.runId !== "" && job.runId !== req.runId)) throw notFound(`ingest job "${req.jobId}"`);
+      const job = deps.ingest.get(
+        required("job_id", req.jobId),
+        (j) => (isAdmin(caller) || j.owner === caller.userId) && (req.runId === "" || j.runId === req.runId),
+      );
+      if (job === undefined) throw notFound(`ingest job "${req.jobId}"`);
       return jobView(job);
     },
 
