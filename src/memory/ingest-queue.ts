@@ -7,8 +7,8 @@ import type { Metrics } from "../platform/metrics.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
-import { ENTRY_TYPES, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
-import { decodeOptional, openRecord } from "../storage/record-codec.js";
+import { ENTRY_TYPES, IMPORTANCE_LEVELS, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
+import { decodeOptional, openFields, openRecord } from "../storage/record-codec.js";
 import type { EntryWriter } from "./entry-writer.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Key } from "lmdb";
@@ -93,6 +93,43 @@ function decodeJob(jobId: string, value: unknown): IngestJobRecord {
       recordId: t.string("recordId"),
     })),
   };
+}
+
+/** Checks a job's stored items (an array without a version of its own: the store's schema version covers it). */
+function decodeJobItems(jobId: string, value: unknown): JobItem[] {
+  return openFields("ingest_job_items", jobId, { items: value })
+    .objects("items")
+    .map((item) => {
+      const e = item.object("entry");
+      return {
+        itemId: item.string("itemId"),
+        contentType: item.string("contentType"),
+        reasoning: item.string("reasoning"),
+        confidence: item.number("confidence"),
+        vector: item.has("vector") ? item.numbers("vector") : undefined,
+        entry: {
+          owner: e.integer("owner"),
+          runId: e.string("runId"),
+          agentId: e.string("agentId"),
+          userId: e.string("userId"),
+          entryType: e.oneOf("entryType", ENTRY_TYPES),
+          content: e.string("content"),
+          lessonScope: e.string("lessonScope"),
+          lessonType: e.string("lessonType"),
+          importance: e.oneOf("importance", IMPORTANCE_LEVELS),
+          metadataJson: e.string("metadataJson"),
+          lane: e.string("lane"),
+          occurrenceTime: e.number("occurrenceTime"),
+          upsertKey: e.string("upsertKey"),
+          source: e.string("source"),
+          contentType: e.string("contentType"),
+          envTags: e.strings("envTags"),
+          derived: e.boolean("derived"),
+          confidence: e.number("confidence"),
+          sourceIds: e.has("sourceIds") ? e.strings("sourceIds") : [],
+        },
+      };
+    });
 }
 
 export interface Acceptance {
@@ -311,7 +348,7 @@ export class IngestQueue {
   async #process(jobId: string, queueKey: number): Promise<void> {
     const { dbs } = this.#storage;
     const job = this.#read(jobId);
-    const items = dbs.jobItems.get(jobId) as JobItem[] | undefined;
+    const items = decodeOptional(dbs.jobItems.get(jobId), (value) => decodeJobItems(jobId, value));
     if (job === undefined || items === undefined || job.status === "completed" || job.status === "failed") {
       await this.#storage.transaction(() => this.#dequeue(queueKey, job?.owner));
       return;

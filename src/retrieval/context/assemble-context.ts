@@ -23,20 +23,14 @@
 // - evidenceDroppedBySectionLimit: candidates met after their section already held `limitPerSection` items.
 // - evidenceDroppedByBudget: candidates within the cap that did not fit the budget left.
 import { countTokens, type TokenCounter } from "./token-counter.js";
+import { RETRIEVAL_MODES } from "../../storage/entry-record.js";
 
 /** Entry types, in the priority order of the sections they feed. */
 export const CONTEXT_ENTRY_TYPES = ["rule", "lesson", "fact", "working_memory", "checkpoint", "archive_block", "trace"] as const;
 export type ContextEntryType = (typeof CONTEXT_ENTRY_TYPES)[number];
 
 /** Retrieval modes, in the order the proto lists them (also the key order of the counts by retrieval mode). */
-export const CONTEXT_RETRIEVAL_MODES = [
-  "semantic",
-  "exact_reference",
-  "checkpoint",
-  "rule_overlay",
-  "lesson_overlay",
-  "working_memory",
-] as const;
+export const CONTEXT_RETRIEVAL_MODES = RETRIEVAL_MODES;
 export type ContextRetrievalMode = (typeof CONTEXT_RETRIEVAL_MODES)[number];
 
 /** Section keys in their stable priority order. */

@@ -1,7 +1,7 @@
 // What ranking hands back: a hit, how it was found, and the parts of its score that `explain` shows.
-import type { EntryRecord } from "../../storage/entry-store.js";
+import type { EntryRecord, RetrievalMode } from "../../storage/entry-store.js";
 
-export type RetrievalMode = "semantic" | "exact_reference" | "checkpoint" | "rule_overlay" | "lesson_overlay" | "working_memory";
+export type { RetrievalMode };
 
 export interface ScoreParts {
   readonly semantic: number;

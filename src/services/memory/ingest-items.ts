@@ -1,7 +1,7 @@
 // Validates and normalises ingest and batch-insert items into entries ready to store.
 import type { BatchInsertItem, IngestItem } from "../../../gen/engram/v2/memory_service_pb.js";
 import { invalidArgument, quoted } from "../../platform/errors.js";
-import { ENTRY_TYPES, IMPORTANCE_LEVELS, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
+import { ENTRY_TYPES, IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import type { JobItem } from "../../memory/ingest-queue.js";
 import { isEnvTag } from "../../retrieval/env-tags.js";
 import { bounded, callerVector, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
@@ -21,8 +21,6 @@ const INTENT_TYPES: Readonly<Record<string, EntryType>> = {
   feedback: "trace",
   step_outcome: "trace",
 };
-const LESSON_TYPES = ["success", "failure", "observation", "rule", "preference"] as const;
-const LESSON_SCOPES = ["run", "session", "global"] as const;
 
 export function checkItemCount(count: number): void {
   if (count === 0) throw invalidArgument("items", "must hold at least one item");

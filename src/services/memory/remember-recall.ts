@@ -2,7 +2,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
-import { IMPORTANCE_LEVELS, newEntry } from "../../storage/entry-store.js";
+import { IMPORTANCE_LEVELS, LESSON_SCOPES, newEntry } from "../../storage/entry-store.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
@@ -11,7 +11,6 @@ import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, one
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "remember" | "recall">;
 
 const INTENTS = ["fact", "lesson"] as const;
-const LESSON_SCOPES = ["run", "session", "global"] as const;
 
 export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
   return {
