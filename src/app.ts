@@ -121,7 +121,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
   router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, nodes: core.writer }));
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
-  const coreParts: CoreHandlers[] = [aclHandlers(acl, users, (id) => core.locateNode(id)), pubsubHandlers({ registry: subscriptions, acl, embedder, locateNode: (id) => core.locateNode(id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
+  const coreParts: CoreHandlers[] = [aclHandlers(acl, users, (caller, id) => core.locateNode(caller, id)),
+    pubsubHandlers({ registry: subscriptions, embedder, locateNode: (caller, id) => core.locateNode(caller, id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
   coreParts.push(...dataPlaneHandlers(core));
   router.service(CoreService, coreService(coreParts));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer

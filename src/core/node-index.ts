@@ -38,7 +38,8 @@ export class NodeIndex {
 
   constructor(dataDir: string, embedder: Embedder, logger: Logger) {
     this.#logger = logger;
-    this.dense = new VectorIndex(path.join(dataDir, "vectors", "nodes"), `nodes-${embedder.id}`, embedder.dimensions, logger);
+    // One graph per owner, as for entries: another owner's nodes never shape a search's candidates or its latency.
+    this.dense = new VectorIndex(path.join(dataDir, "vectors", "nodes"), `nodes-${embedder.id}`, embedder.dimensions, logger, (id) => this.#placement.get(id)?.owner ?? -1);
   }
 
   get size(): number {

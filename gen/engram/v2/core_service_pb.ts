@@ -2389,7 +2389,11 @@ export const CoreService: GenService<{
    * response): INVALID_ARGUMENT (missing or unknown `filter_type`; `node_id`
    * 0 with `node`, empty `query_text` with `semantic`, empty `session_id`
    * with `session`, `threshold` not a number), NOT_FOUND (`node_id` is not a
-   * node the caller may read), PERMISSION_DENIED (flag off).
+   * node the caller may read), PERMISSION_DENIED (flag off),
+   * RESOURCE_EXHAUSTED (HTTP 429: the caller's API key already holds
+   * SERVICE_MAX_SUBSCRIPTIONS_PER_KEY open core event subscriptions, 64 by
+   * default, or the server holds SERVICE_MAX_SUBSCRIPTIONS, 4096 by default;
+   * the message names the limit reached. A closed stream frees its slot).
    *
    * @generated from rpc engram.v2.CoreService.SubscribeCoreEvents
    */

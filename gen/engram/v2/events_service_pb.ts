@@ -168,8 +168,13 @@ export const EventsService: GenService<{
    * run and to some event types. The stream lasts until the client
    * disconnects; the server does not end it except on shutdown
    * (UNAVAILABLE) or when the client reads too slowly and more than 1000
-   * events are waiting (RESOURCE_EXHAUSTED). Errors: INVALID_ARGUMENT
-   * (unknown value in `event_types`, field `event_types`).
+   * events are waiting (RESOURCE_EXHAUSTED). Errors, before the first
+   * message: INVALID_ARGUMENT (unknown value in `event_types`, field
+   * `event_types`), RESOURCE_EXHAUSTED (HTTP 429: the caller's API key
+   * already holds SERVICE_MAX_SUBSCRIPTIONS_PER_KEY open control event
+   * subscriptions, 64 by default, or the server holds
+   * SERVICE_MAX_SUBSCRIPTIONS, 4096 by default; the message names the limit
+   * reached. A closed stream frees its slot).
    *
    * @generated from rpc engram.v2.EventsService.Subscribe
    */
