@@ -49,12 +49,9 @@ it("context, archive, dereference, checkpoint, memory health and health", async 
 });
 
 it("recall sends agent_id, env_tags and include_linked_runs: each has its documented effect", async () => {
-  const answer = (await client.recall({
-    session_id: "sdk-run",
-    query: "Which port does the staging database listen on?",
-    agent_id: "sdk-agent",
-    env_tags: ["db:postgres:16"],
-  })) as { final_answer: string; routing_summary: string };
+  // The SDK sends env_tags although its RecallOptions type does not declare them.
+  const options = { session_id: "sdk-run", query: "Which port does the staging database listen on?", agent_id: "sdk-agent", env_tags: ["db:postgres:16"] };
+  const answer = (await client.recall(options)) as { final_answer: string; routing_summary: string };
   expect(answer.final_answer).toContain("5433");
   expect(answer.routing_summary).toContain('asked by agent "sdk-agent"');
   const linked = await client.recall({ session_id: "sdk-run", query: "staging database", include_linked_runs: true }).then(

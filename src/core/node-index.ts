@@ -77,7 +77,7 @@ export class NodeIndex {
   /** After the writes of one committed transaction are applied: records its generation and schedules indexing. */
   committed(generation: number): void {
     this.dense.generation = generation;
-    void this.dense.indexPending();
+    this.dense.scheduleIndexing();
     this.dense.saveSoon();
   }
 

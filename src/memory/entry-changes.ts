@@ -28,7 +28,7 @@ export class EntryChanges {
     if (patch.content !== undefined && patch.content !== current.content) {
       const [vector] = await this.#index.embedder.embed([patch.content]);
       if (vector === undefined) throw new Error("the embedder returned no vector");
-      reindex = { termFreqs: termFrequencies(patch.content), oldTermFreqs: termFrequencies(current.content), vector };
+      reindex = { termFreqs: termFrequencies(patch.content), oldTermFreqs: this.#entries.termsOf(seq) ?? termFrequencies(current.content), vector };
     }
     const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
     if (updated === undefined || updated.changed.length === 0) return updated;
@@ -47,8 +47,8 @@ export class EntryChanges {
   async delete(seq: number, by: ChangeAttribution): Promise<DeletedEntry | undefined> {
     const current = this.#entries.get(seq);
     if (current === undefined) return undefined;
-    const termFreqs = termFrequencies(current.content);
-    const deleted = await this.#storage.transaction(() => this.#entries.deleteInTransaction(seq, termFreqs));
+    const termFreqs = this.#entries.termsOf(seq) ?? termFrequencies(current.content);
+    const deleted = await this.#storage.transaction(() => this.#entries.deleteInTransaction(seq));
     if (deleted === undefined) return undefined;
     this.#index.unindex(deleted.record.seq, termFreqs);
     for (const flagged of deleted.flagged) this.#index.catalog.replace(flagged);

@@ -14,7 +14,9 @@ import { termFrequencies } from "../retrieval/text.js";
 
 const EMBEDDER_META_KEY = "embedder_id";
 const REEMBED_BATCH = 512;
-const PREWARM_SLICE = 100_000;
+/** Entries whose terms are indexed between two yields of the start-up prewarm. */
+const PREWARM_SLICE = 5_000;
+const LEGACY_POSTINGS_SLICE = 50_000;
 
 export class MemoryIndex {
   readonly catalog = new Catalog();
@@ -57,7 +59,7 @@ export class MemoryIndex {
       this.dense.add(record.seq, (prepared[i] as PreparedEntry).vector);
       if (superseded !== undefined) this.catalog.markStale(superseded.seq);
     });
-    void this.dense.indexPending();
+    this.dense.scheduleIndexing();
     this.dense.saveSoon();
   }
 
@@ -74,7 +76,7 @@ export class MemoryIndex {
       this.dense.remove(after.seq);
       this.dense.add(after.seq, reindex.vector);
       this.dense.generation = this.#entries.vectorGeneration();
-      void this.dense.indexPending();
+      this.dense.scheduleIndexing();
       this.dense.saveSoon();
     }
   }
@@ -122,21 +124,28 @@ export class MemoryIndex {
     void this.dense.indexPending();
   }
 
-  /** Start-up, last step: prewarms BM25 from the LMDB postings while /readyz says `sparse_prewarm_in_progress`. */
+  /** Start-up, last step: prewarms BM25 from the entries' stored terms while /readyz says `sparse_prewarm_in_progress`. */
   async prewarmSparse(readiness: Readiness): Promise<void> {
     readiness.enter("sparse_prewarm_in_progress");
     const started = Date.now();
-    let postings = 0;
-    // Page by key rather than hold one iterator across the yields: a held iterator pins an LMDB snapshot and would
+    let moved = 0;
+    for (let n = await this.#entries.migrateLegacyPostings(LEGACY_POSTINGS_SLICE); n > 0; n = await this.#entries.migrateLegacyPostings(LEGACY_POSTINGS_SLICE)) moved += n;
+    if (moved > 0) this.#logger.info({ postings: moved }, "moved postings of an earlier build into per-entry term records");
+    let entries = 0;
+    // Page by seq rather than hold one iterator across the yields: a held iterator pins an LMDB snapshot and would
     // break if the environment were swapped meanwhile.
-    for (let page = this.#entries.postingsPage(undefined, PREWARM_SLICE); page.length > 0; ) {
-      postings += this.sparse.load(page);
-      const last = page[page.length - 1] as { term: string; seq: number };
+    for (let page = this.#entries.termsPage(0, PREWARM_SLICE); page.length > 0; ) {
+      for (const { seq, termFreqs } of page) {
+        if (!this.catalog.has(seq)) continue;
+        this.sparse.add(seq, termFreqs);
+        entries++;
+      }
+      const last = (page[page.length - 1] as { seq: number }).seq;
       // Yield so probes (and /livez) are answered while a large index loads.
       await new Promise((resolve) => setImmediate(resolve));
-      page = page.length < PREWARM_SLICE ? [] : this.#entries.postingsPage(last, PREWARM_SLICE);
+      page = page.length < PREWARM_SLICE ? [] : this.#entries.termsPage(last, PREWARM_SLICE);
     }
-    this.#logger.info({ postings, ms: Date.now() - started }, "sparse index prewarmed");
+    this.#logger.info({ entries, postings: this.sparse.postingCount, ms: Date.now() - started }, "sparse index prewarmed");
   }
 
   async #reembedIfChanged(): Promise<void> {

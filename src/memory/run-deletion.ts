@@ -105,10 +105,10 @@ export class RunDeletion {
       if (seqs.length === 0) break;
       const slice = seqs.flatMap((seq) => {
         const record = this.#entries.readStored(seq);
-        return record === undefined ? [] : [{ seq, termFreqs: termFrequencies(record.content) }];
+        return record === undefined ? [] : [{ seq, termFreqs: this.#entries.termsOf(seq) ?? termFrequencies(record.content) }];
       });
       await this.#storage.transaction(() => {
-        for (const { seq, termFreqs } of slice) this.#entries.deleteInTransaction(seq, termFreqs);
+        for (const { seq } of slice) this.#entries.deleteInTransaction(seq);
       });
       for (const { seq, termFreqs } of slice) this.#index.forgetHidden(seq, termFreqs);
       removed += slice.length;

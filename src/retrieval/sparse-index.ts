@@ -150,18 +150,6 @@ export class SparseIndex {
     this.#postingCount++;
   }
 
-  /** Loads postings read from LMDB at start-up; postings of entries not present (deleted runs) are skipped. */
-  load(postings: Iterable<{ term: string; seq: number; tf: number }>): number {
-    let n = 0;
-    for (const { term, seq, tf } of postings) {
-      const terms = this.#termsOfEntry(seq);
-      if (terms === undefined) continue;
-      this.#addPosting(terms, term, seq, tf);
-      n++;
-    }
-    return n;
-  }
-
   /** How many of `owner`'s entries contain `term`. */
   documentFrequency(owner: number, term: string): number {
     const list = this.#postings.get(owner)?.get(term);

@@ -30,6 +30,13 @@ const GRAPH_MIN_VECTORS = EXACT_SEARCH_LIMIT;
 const SAVE_INTERVAL_MS = 5 * 60_000;
 /** Graph additions are made in slices so that queries are never blocked for long. */
 const INDEX_SLICE = 64;
+/**
+ * After writes, graph additions wait until writes pause for this long, or until this many vectors wait: an HNSW
+ * insertion costs more than the rest of a write, and exact search covers the waiting vectors meanwhile (a few
+ * milliseconds at the cap), so a burst of writes is not slowed by indexing and the graph catches up in the lull.
+ */
+const IDLE_INDEX_MS = 300;
+const MAX_UNINDEXED = 8192;
 
 /** What was saved beside the graphs: which embedder made them, and how far each partition's graph reaches. */
 interface Manifest {
@@ -91,6 +98,7 @@ export class VectorIndex {
   #queueWanted = false;
   #maxSeq = 0;
   #indexing = false;
+  #idleTimer: NodeJS.Timeout | undefined;
   #closed = false;
   #saveTimer: NodeJS.Timeout | undefined;
   /**
@@ -281,6 +289,23 @@ export class VectorIndex {
     }
   }
 
+  /** After a write: indexes at once when MAX_UNINDEXED vectors wait, else once writes pause (IDLE_INDEX_MS). */
+  scheduleIndexing(): void {
+    if (this.#closed) return;
+    let waiting = 0;
+    for (const part of this.#partitions.values()) waiting += part.pending.length;
+    if (waiting >= MAX_UNINDEXED) {
+      void this.indexPending();
+      return;
+    }
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = undefined;
+      void this.indexPending();
+    }, IDLE_INDEX_MS);
+    this.#idleTimer.unref();
+  }
+
   /** Adds queued vectors to the graphs in slices, yielding between them; resolves when every queue is empty. */
   async indexPending(): Promise<void> {
     if (this.#indexing) return;
@@ -362,6 +387,7 @@ export class VectorIndex {
   close(): void {
     this.#closed = true;
     if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
     this.save();
   }
 

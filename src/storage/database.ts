@@ -28,8 +28,16 @@ export interface Databases {
   readonly upserts: LmdbDatabase<number, Key>;
   /** reference_id → seq of an archive block or checkpoint */
   readonly references: LmdbDatabase<number, string>;
-  /** [term, seq] → term frequency: the BM25 postings */
+  /**
+   * [term, seq] → term frequency: the BM25 postings as earlier builds stored them, one key per term of an entry.
+   * Start-up moves them into `entryTerms` and empties this database.
+   */
   readonly postings: LmdbDatabase<number, Key>;
+  /**
+   * entry seq → { terms, tfs }: each entry's index terms and their frequencies, one key per entry (a write stores one
+   * key instead of one per term); BM25's inverted lists are built from these in memory at start-up.
+   */
+  readonly entryTerms: LmdbDatabase<unknown, number>;
   /** entry seq → Float32 vector bytes of the current embedder */
   readonly vectors: LmdbDatabase<Buffer, number>;
   /** job_id → IngestJobRecord */
@@ -76,6 +84,7 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   upserts: "upserts",
   references: "references",
   postings: "postings",
+  entryTerms: "entry_terms",
   vectors: "vectors",
   jobs: "ingest_jobs",
   jobItems: "ingest_job_items",

@@ -2,6 +2,8 @@
 // and removed together in one transaction; deleted runs are hidden by a tombstone until purged.
 import type { Storage } from "./database.js";
 import { nextSequence } from "./database.js";
+import type { Key } from "lmdb";
+import { RecordDecodeError, decodeOptional, openFields } from "./record-codec.js";
 import { ENTRY_RECORD_VERSION, decodeEntry, type EntryAuditEvent, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 export * from "./entry-record.js";
@@ -135,7 +137,7 @@ export class EntryStore {
       dbs.entriesByRun.put([record.runId, seq], null);
       dbs.entriesByOwner.put([record.owner, seq], null);
       if (record.referenceId !== "") dbs.references.put(record.referenceId, seq);
-      for (const [term, tf] of termFreqs) dbs.postings.put([term, seq], tf);
+      dbs.entryTerms.put(seq, encodeTerms(termFreqs));
       for (const sourceId of record.sourceIds) {
         const sourceSeq = seqOfEntryId(sourceId);
         if (sourceSeq !== undefined) dbs.derivations.put([sourceSeq, seq], null);
@@ -175,8 +177,7 @@ export class EntryStore {
     let termCount = before.termCount;
     if (patch.content !== undefined && patch.content !== before.content) {
       if (reindex === undefined) throw new Error("a content change needs its new postings and vector");
-      for (const term of reindex.oldTermFreqs.keys()) dbs.postings.remove([term, seq]);
-      for (const [term, tf] of reindex.termFreqs) dbs.postings.put([term, seq], tf);
+      dbs.entryTerms.put(seq, encodeTerms(reindex.termFreqs));
       dbs.vectors.put(seq, vectorBytes(reindex.vector));
       this.#bumpVectorGeneration();
       termCount = termCountOf(reindex.termFreqs);
@@ -187,11 +188,11 @@ export class EntryStore {
   }
 
   /**
-   * Removes an entry and everything derived from it in LMDB: its indexes, postings (`termFreqs` of its content),
-   * vector, reference, upsert key and lineage links; entries derived from it are marked for review. Call inside a
-   * write transaction. Returns undefined when the entry does not exist.
+   * Removes an entry and everything derived from it in LMDB: its indexes, index terms, vector, reference, upsert key
+   * and lineage links; entries derived from it are marked for review. Call inside a write transaction. Returns
+   * undefined when the entry does not exist.
    */
-  deleteInTransaction(seq: number, termFreqs: ReadonlyMap<string, number>, now = Date.now()): DeletedEntry | undefined {
+  deleteInTransaction(seq: number, now = Date.now()): DeletedEntry | undefined {
     const record = this.#read(seq);
     if (record === undefined) return undefined;
     const { dbs } = this.#storage;
@@ -206,7 +207,7 @@ export class EntryStore {
       const key = [record.owner, record.runId, record.userId, record.upsertKey];
       if (dbs.upserts.get(key) === seq) dbs.upserts.remove(key);
     }
-    for (const term of termFreqs.keys()) dbs.postings.remove([term, seq]);
+    dbs.entryTerms.remove(seq);
     for (const sourceId of record.sourceIds) {
       const sourceSeq = seqOfEntryId(sourceId);
       if (sourceSeq !== undefined) dbs.derivations.remove([sourceSeq, seq]);
@@ -315,19 +316,44 @@ export class EntryStore {
     for (const { key, value } of this.#storage.dbs.vectors.getRange()) if (isLive(key)) yield { seq: key, vector: vectorFromBytes(value) };
   }
 
+  /** The index terms an entry was stored with (its postings), or undefined when it has none stored. */
+  termsOf(seq: number): Map<string, number> | undefined {
+    return decodeOptional(this.#storage.dbs.entryTerms.get(seq), (value) => decodeTerms(seq, value));
+  }
+
   /**
-   * Postings for the start-up prewarm of the sparse index: up to `limit` after `after` (from the first when
-   * undefined), read at once. Callers that await between pages continue from the last key rather than hold an
-   * iterator, which a storage swap would close.
+   * Entries' index terms for the start-up prewarm of the sparse index: up to `limit` entries after `afterSeq`, read at
+   * once. Callers that await between pages continue from the last seq rather than hold an iterator, which a storage
+   * swap would close.
    */
-  postingsPage(after: { term: string; seq: number } | undefined, limit: number): { term: string; seq: number; tf: number }[] {
-    const range = after === undefined ? { limit } : { start: [after.term, after.seq], exclusiveStart: true, limit };
-    const page: { term: string; seq: number; tf: number }[] = [];
-    for (const { key, value } of this.#storage.dbs.postings.getRange(range)) {
-      const [term, seq] = key as [string, number];
-      page.push({ term, seq, tf: value });
+  termsPage(afterSeq: number, limit: number): { seq: number; termFreqs: Map<string, number> }[] {
+    const page: { seq: number; termFreqs: Map<string, number> }[] = [];
+    for (const { key, value } of this.#storage.dbs.entryTerms.getRange({ start: afterSeq, exclusiveStart: true, limit })) {
+      page.push({ seq: key, termFreqs: decodeTerms(key, value) });
     }
     return page;
+  }
+
+  /**
+   * Moves postings stored by earlier builds (one key per term and entry) into per-entry term records, a slice at a
+   * time (call until it returns 0; each call is one transaction). Returns how many postings it moved.
+   */
+  async migrateLegacyPostings(limit: number): Promise<number> {
+    return this.#storage.transaction(() => {
+      const { dbs } = this.#storage;
+      const byEntry = new Map<number, Map<string, number>>();
+      const keys: Key[] = [];
+      for (const { key, value } of dbs.postings.getRange({ limit })) {
+        const [term, seq] = key as [string, number];
+        const existing = byEntry.get(seq) ?? this.termsOf(seq) ?? new Map<string, number>();
+        existing.set(term, value);
+        byEntry.set(seq, existing);
+        keys.push(key);
+      }
+      for (const [seq, termFreqs] of byEntry) if (dbs.entries.get(seq) !== undefined) dbs.entryTerms.put(seq, encodeTerms(termFreqs));
+      for (const key of keys) dbs.postings.remove(key);
+      return keys.length;
+    });
   }
 
   /** Up to `limit` stored entries with a seq above `afterSeq`, in write order, read at once (see postingsPage). */
@@ -390,6 +416,19 @@ export class EntryStore {
     const current = this.#storage.dbs.meta.get("seq:entry");
     return typeof current === "number" ? current : 0;
   }
+}
+
+/** An entry's terms as stored: two parallel arrays, compact in msgpack. */
+function encodeTerms(termFreqs: ReadonlyMap<string, number>): { terms: string[]; tfs: number[] } {
+  return { terms: [...termFreqs.keys()], tfs: [...termFreqs.values()] };
+}
+
+function decodeTerms(seq: number, value: unknown): Map<string, number> {
+  const r = openFields("entry_terms", seq, value);
+  const terms = r.strings("terms");
+  const tfs = r.numbers("tfs");
+  if (terms.length !== tfs.length) throw new RecordDecodeError("entry_terms", String(seq), "tfs", `entry_terms record ${seq} has ${terms.length} terms but ${tfs.length} frequencies`);
+  return new Map(terms.map((term, i) => [term, tfs[i] as number]));
 }
 
 function termCountOf(termFreqs: ReadonlyMap<string, number>): number {

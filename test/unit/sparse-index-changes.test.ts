@@ -110,20 +110,3 @@ describe("SparseIndex.remove", () => {
     expect(query(index, changed, B, "zebra deploy")[0]?.seq).toBe(8);
   });
 });
-
-describe("SparseIndex.load", () => {
-  it("counts a posting met twice once and skips entries that are not present", () => {
-    const owners = new Map([[1, A], [3, A]]);
-    const index = new SparseIndex((seq) => owners.get(seq));
-    index.add(3, freqs("deploy gateway"));
-    const loaded = index.load([
-      { term: "deploy", seq: 1, tf: 1 },
-      { term: "deploy", seq: 3, tf: 1 },
-      { term: "gateway", seq: 3, tf: 1 },
-      { term: "deploy", seq: 4, tf: 1 },
-    ]);
-    expect(loaded).toBe(3);
-    expect(index.postingCount).toBe(3);
-    expect(index.documentFrequency(A, "deploy")).toBe(2);
-  });
-});

@@ -3237,8 +3237,13 @@ export const MemoryService: GenService<{
   },
   /**
    * Exports every entry matching the filters, in one response, as JSON Lines
-   * (one ActivityEntry in full projection per line). Errors: INVALID_ARGUMENT
-   * (as ListActivity for the shared filter fields).
+   * (one ActivityEntry in full projection per line). Engram design: one
+   * export holds at most 100000 entries and 128 MiB (134217728 characters)
+   * of JSON Lines; a larger one is refused, never cut short: narrow it with
+   * `created_after` and `created_before` and export the pieces. Errors:
+   * INVALID_ARGUMENT (as ListActivity for the shared filter fields),
+   * FAILED_PRECONDITION (HTTP 400: more entries or characters match than
+   * one export holds).
    *
    * @generated from rpc engram.v2.MemoryService.ExportActivity
    */

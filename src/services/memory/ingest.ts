@@ -6,6 +6,7 @@ import { callerOf, isAdmin } from "../../auth/principal.js";
 import { notFound } from "../../platform/errors.js";
 import type { IngestJobRecord } from "../../memory/ingest-queue.js";
 import type { EntryToWrite } from "../../memory/entry-writer.js";
+import { dedupKey, existingDuplicates } from "../../memory/batch-dedupe.js";
 import type { MemoryDeps } from "./deps.js";
 import { batchItem, checkItemCount, ingestItem } from "./ingest-items.js";
 import { bounded, required } from "./validate.js";
@@ -68,23 +69,27 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       const agentId = bounded("agent_id", req.agentId);
       checkItemCount(req.items.length);
       const results: Omit<BatchInsertItemResult, "$typeName">[] = [];
-      const toWrite: { at: number; item: EntryToWrite }[] = [];
-      const existing = req.deduplicate ? existingContent(deps, caller.userId, runId) : new Map<string, string>();
+      const valid: { at: number; item: EntryToWrite }[] = [];
       req.items.forEach((raw, i) => {
         const itemId = raw.itemId || `item-${i}`;
         try {
-          const item = batchItem(raw, i, caller.userId, runId, agentId, dims());
-          const duplicate = existing.get(dedupKey(item.entry.userId, item.entry.entryType, item.entry.content));
-          if (duplicate !== undefined) {
-            results.push({ itemId, success: true, entryId: duplicate, error: "", deduplicated: true });
-            return;
-          }
+          valid.push({ at: i, item: batchItem(raw, i, caller.userId, runId, agentId, dims()) });
           results.push({ itemId, success: true, entryId: "", error: "", deduplicated: false });
-          toWrite.push({ at: i, item });
         } catch (e: unknown) {
           if (!(e instanceof ConnectError)) throw e;
           results.push({ itemId, success: false, entryId: "", error: e.rawMessage, deduplicated: false });
         }
+      });
+      const existing = req.deduplicate
+        ? await existingDuplicates(deps.index.catalog, deps.entries, caller.userId, runId, valid.map((v) => v.item.entry))
+        : new Map<string, string>();
+      const toWrite = valid.filter(({ at, item }) => {
+        const duplicate = existing.get(dedupKey(item.entry));
+        const result = results[at];
+        if (duplicate === undefined || result === undefined) return true;
+        result.entryId = duplicate;
+        result.deduplicated = true;
+        return false;
       });
       const written = await deps.writer.write(toWrite.map((w) => w.item), "batch_insert");
       written.forEach(({ record }, j) => {
@@ -168,19 +173,4 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       };
     },
   };
-}
-
-function dedupKey(userId: string, entryType: string, text: string): string {
-  return `${userId}\u0000${entryType}\u0000${text}`;
-}
-
-/** Content of the run's current entries, for BatchInsert's `deduplicate`. */
-function existingContent(deps: MemoryDeps, owner: number, runId: string): Map<string, string> {
-  const map = new Map<string, string>();
-  for (const seq of deps.index.catalog.runSeqs(owner, runId)) {
-    if (deps.index.catalog.isStale(seq)) continue;
-    const entry = deps.entries.get(seq);
-    if (entry !== undefined) map.set(dedupKey(entry.userId, entry.entryType, entry.content), entry.id);
-  }
-  return map;
 }

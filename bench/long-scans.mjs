@@ -1,0 +1,188 @@
+// The longest event-loop block during Engram's long scans at 100k entries, beside baselines measured in the same run.
+//
+// Usage: npx tsc -p tsconfig.build.json && node bench/long-scans.mjs      (not part of `make test` or `make bench`)
+// Env:   BENCH_SIZE     entries in the run, lessons included (default 100000)
+//        BENCH_LESSONS  of which lessons, written last so memory_health compares them (default 1000)
+//        BENCH_REPEATS  calls per operation (default 3); the worst block and the median duration are reported
+//
+// The built server runs in this process, so perf_hooks.monitorEventLoopDelay (1 ms resolution) and a 1 ms
+// setInterval lag probe watch the very loop that serves the requests. Each operation is one HTTP call made with
+// fetch from the same process; the client's share of the loop is what the `livez` baseline shows. For each
+// operation the report gives `block_ms` (the longest the loop was held: the larger of the histogram's maximum
+// delay and the probe's worst lag), `duration_ms` (the call's wall time: what a synchronous scan would have held
+// the loop for) and `yields`-free figures of the baselines: an idle loop and a series of GET /livez.
+// Writes bench/results/long-scans.json.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const SIZE = Number(process.env.BENCH_SIZE ?? 100_000);
+const LESSONS = Number(process.env.BENCH_LESSONS ?? 1000);
+const REPEATS = Math.max(1, Number(process.env.BENCH_REPEATS ?? 3));
+const RUN = "scans";
+const BATCH = 1000;
+
+const { startEngram } = await import(path.join(ROOT, "dist/src/app.js"));
+const { loadConfig } = await import(path.join(ROOT, "dist/src/platform/config.js"));
+const { createLogger } = await import(path.join(ROOT, "dist/src/platform/logger.js"));
+const { mintApiKey } = await import(path.join(ROOT, "dist/src/auth/api-key.js"));
+
+const log = (msg) => process.stderr.write(`[long-scans ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const round = (x, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** mulberry32: seeded, so every run writes the same corpus. */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const WORDS = ("deploy cache token billing service queue retry timeout database index replica shard config secret " +
+  "rollback canary release build test lint schema migration backup restore alert metric latency budget owner team " +
+  "python rust node docker kernel network storage disk memory thread lock event stream batch worker job schedule").split(" ");
+const random = rng(42);
+const sentence = (n) => Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
+
+/** Watches the loop while `fn` runs: the worst delay of the histogram and of a 1 ms interval probe, in ms. */
+async function watched(fn) {
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  let last = performance.now();
+  let worstLag = 0;
+  const probe = setInterval(() => {
+    const now = performance.now();
+    worstLag = Math.max(worstLag, now - last - 1);
+    last = now;
+  }, 1);
+  histogram.enable();
+  const started = performance.now();
+  const value = await fn();
+  const duration = performance.now() - started;
+  histogram.disable();
+  clearInterval(probe);
+  // The histogram records how late its 1 ms timer fired, plus the resolution itself.
+  const histogramMax = Math.max(0, histogram.max / 1e6 - 1);
+  return { value, duration, block: Math.max(histogramMax, worstLag) };
+}
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-long-scans-"));
+const adminKey = mintApiKey("local").key;
+const config = loadConfig({
+  SERVICE_ADMIN_KEY: adminKey,
+  SERVICE_PORT: "0",
+  SERVICE_HOST: "127.0.0.1",
+  SERVICE_DATA_DIR: dataDir,
+  SERVICE_LOG_LEVEL: "silent",
+});
+const engram = await startEngram(config, { logger: createLogger("silent") });
+const base = `http://127.0.0.1:${engram.port}`;
+
+async function call(method, route, body) {
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${adminKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
+  return text === "" ? {} : JSON.parse(text);
+}
+const post = (route, body) => call("POST", route, body);
+
+try {
+  const facts = SIZE - LESSONS;
+  log(`writing ${facts} facts and traces with batch_insert, ${BATCH} a request`);
+  const loadStarted = performance.now();
+  for (let i = 0; i < facts; i += BATCH) {
+    const items = [];
+    for (let j = i; j < Math.min(facts, i + BATCH); j++) {
+      items.push({ text: `${sentence(12)} (${j})`, entry_type: j % 10 === 0 ? "trace" : "fact", user_id: j % 3 === 0 ? "u1" : "" });
+    }
+    await post("/v2/control/batch_insert", { run_id: RUN, agent_id: `agent-${(i / BATCH) % 7}`, items });
+  }
+  log(`writing ${LESSONS} lessons with ingest`);
+  for (let i = 0; i < LESSONS; i += BATCH) {
+    const items = [];
+    for (let j = i; j < Math.min(LESSONS, i + BATCH); j++) {
+      const subject = `${WORDS[j % 12]} ${WORDS[(j * 7) % WORDS.length]}`;
+      items.push({ text: `${j % 5 === 0 ? "never " : ""}${subject} before ${sentence(4)}`, intent: "lesson", lesson_type: j % 4 === 0 ? "failure" : "success" });
+    }
+    const { job_id: jobId } = await post("/v2/control/ingest", { run_id: RUN, items });
+    for (;;) {
+      const job = await call("GET", `/v2/control/ingest/jobs/${jobId}`);
+      if (job.done) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  const total = (await post("/v2/control/activity", { run_id: RUN, limit: 1 })).total_visible;
+  if (total !== SIZE) throw new Error(`expected ${SIZE} entries, the run holds ${total}`);
+  // Let background work (vector graph indexing, saves) settle before measuring.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+
+  const dedupItems = Array.from({ length: BATCH }, (_, j) => ({ text: j % 2 === 0 ? `repeat ${j}` : `fresh ${j} ${sentence(6)}` }));
+  await post("/v2/control/batch_insert", { run_id: `${RUN}-dedup`, items: dedupItems.filter((_, j) => j % 2 === 0) });
+
+  const operations = {
+    livez_x50: async () => {
+      for (let i = 0; i < 50; i++) await call("GET", "/livez");
+    },
+    activity_page_unfiltered: () => post("/v2/control/activity", { run_id: RUN, limit: 50 }),
+    activity_page_filtered: () => post("/v2/control/activity", { run_id: RUN, limit: 50, agent_id: "agent-3", entry_types: ["fact"] }),
+    activity_page_no_match: () => post("/v2/control/activity", { run_id: RUN, limit: 50, agent_id: "nobody" }),
+    activity_export_all: async () => {
+      const res = await post("/v2/control/activity/export", { run_id: RUN });
+      if (res.entry_count !== SIZE) throw new Error(`export holds ${res.entry_count} entries, not ${SIZE}`);
+      return res.entry_count;
+    },
+    memory_health_10k: () => post("/v2/control/memory_health", { run_id: RUN, limit: 10_000 }),
+    batch_insert_dedup_1000: () =>
+      // Deduplicated against the 100k-entry run: half the items repeat texts stored in another run, so all are new here
+      // and the whole run is scanned; the writes themselves are part of the call.
+      post("/v2/control/batch_insert", { run_id: RUN, deduplicate: true, items: dedupItems.map((item, j) => ({ ...item, text: `${item.text} r${j}` })) }),
+  };
+
+  const results = {};
+  {
+    const idle = [];
+    for (let r = 0; r < REPEATS; r++) idle.push((await watched(() => new Promise((resolve) => setTimeout(resolve, 1000)))).block);
+    results.idle_1s = { block_ms: round(Math.max(...idle), 2), duration_ms: 1000 };
+    log(`idle: worst block ${results.idle_1s.block_ms} ms`);
+  }
+  for (const [name, fn] of Object.entries(operations)) {
+    const blocks = [];
+    const durations = [];
+    for (let r = 0; r < REPEATS; r++) {
+      const { block, duration } = await watched(fn);
+      blocks.push(block);
+      durations.push(duration);
+    }
+    results[name] = { block_ms: round(Math.max(...blocks), 2), duration_ms: round(median(durations), 1) };
+    log(`${name}: worst block ${results[name].block_ms} ms, median duration ${results[name].duration_ms} ms`);
+  }
+  const health = await post("/v2/control/memory_health", { run_id: RUN, limit: 10_000 });
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    entries: SIZE,
+    lessons: LESSONS,
+    load_seconds: round(loadSeconds, 1),
+    repeats: REPEATS,
+    memory_health_contradictions: health.contradictions.length,
+    results,
+  };
+  fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });
+  fs.writeFileSync(path.join(ROOT, "bench/results/long-scans.json"), `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+} finally {
+  await engram.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
