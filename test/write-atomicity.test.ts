@@ -14,7 +14,7 @@ let rest: Caller;
 let alice: string;
 /** Control events alice's stream received, in order. */
 const events: JsonObject[] = [];
-let eventWaiters: (() => void)[] = [];
+const eventWaiters: (() => void)[] = [];
 let cancelStream: () => void = () => undefined;
 
 beforeAll(async () => {

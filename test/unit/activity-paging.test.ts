@@ -19,7 +19,7 @@ import {
 import { principalKey, type Principal } from "../../src/auth/principal.js";
 import { EventBus } from "../../src/events/event-bus.js";
 import { openStorage, type Storage } from "../../src/storage/database.js";
-import { EntryStore, type EntryRecord, type NewEntry } from "../../src/storage/entry-store.js";
+import { EntryStore, newEntry as defaultEntry, type EntryRecord, type NewEntry } from "../../src/storage/entry-store.js";
 import { activityHandlers, firstCharacters, parseRfc3339, type ActivityHandlers } from "../../src/services/memory/activity.js";
 
 const ADMIN: Principal = { userId: 1, username: "admin", role: "admin", keyId: "k1" };
@@ -36,28 +36,7 @@ let handlers: ActivityHandlers;
 const events = new EventBus();
 
 function newEntry(over: Partial<NewEntry> = {}): NewEntry {
-  return {
-    owner: ALICE.userId,
-    runId: "run-a",
-    agentId: "agent-1",
-    userId: "",
-    entryType: "fact",
-    content: "something",
-    lessonScope: "",
-    lessonType: "",
-    importance: "medium",
-    metadataJson: "{}",
-    lane: "",
-    occurrenceTime: 1_700_000_000,
-    upsertKey: "",
-    source: "agent",
-    contentType: "text/plain",
-    envTags: [],
-    derived: false,
-    confidence: 1,
-    sourceIds: [],
-    ...over,
-  };
+  return defaultEntry({ owner: ALICE.userId, runId: "run-a", agentId: "agent-1", entryType: "fact", content: "something", occurrenceTime: 1_700_000_000, ...over });
 }
 
 const prepared = (entry: NewEntry) => ({ entry, vector: new Float32Array(4), termFreqs: new Map<string, number>() });
