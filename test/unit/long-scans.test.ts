@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStorage, type Storage } from "../../src/storage/database.js";
 import { EntryStore, newEntry, type EntryRecord, type NewEntry } from "../../src/storage/entry-store.js";
 import { activityPage, countActivity, exportActivity, ExportTooLarge, type ActivityQuery } from "../../src/memory/activity/activity-scan.js";
+import { ActivityTotals } from "../../src/memory/activity/activity-totals.js";
+import { DuplicateFinder } from "../../src/memory/batch-dedupe.js";
+import { Catalog } from "../../src/retrieval/catalog.js";
 import { chunkedVisibleSeqs } from "../../src/memory/scan.js";
 import { assessHealth, type LessonVectors } from "../../src/memory/memory-health.js";
 
@@ -122,6 +125,86 @@ describe("activity totals, pages and exports", () => {
     await expect(exportActivity(store, query({ entryTypes: new Set(["trace"]) }), line, { maxEntries: 1e9, maxChars: 1000 })).rejects.toThrow(/characters/);
     const exact = await exportActivity(store, query({ entryTypes: new Set(["trace"]) }), line, { maxEntries: BIG / 10, maxChars: 1e9 });
     expect(exact.entryCount).toBe(BIG / 10);
+  });
+});
+
+describe("remembered totals", () => {
+  it("stay exact across appends and deletions, and reread only what was written since", async () => {
+    const written = await put(Array.from({ length: 3000 }, (_, i) => newEntry({ owner: ALICE, runId: "totals", agentId: i % 2 === 0 ? "even" : "odd", entryType: "fact", content: `t ${i}`, occurrenceTime: 1 })));
+    const totals = new ActivityTotals(store);
+    const evens = query({ runId: "totals", agentId: "even" });
+    let reads = 0;
+    const get = store.get.bind(store);
+    store.get = (seq: number) => {
+      reads += 1;
+      return get(seq);
+    };
+    try {
+      expect(await totals.count(evens)).toBe(1500);
+      expect(reads).toBe(3000);
+      reads = 0;
+      expect(await totals.count(evens)).toBe(1500);
+      expect(reads).toBe(0);
+      await put([newEntry({ owner: ALICE, runId: "totals", agentId: "even", entryType: "fact", content: "late", occurrenceTime: 1 }), newEntry({ owner: ALICE, runId: "totals", agentId: "odd", entryType: "fact", content: "late", occurrenceTime: 1 })]);
+      expect(await totals.count(evens)).toBe(1501);
+      expect(reads).toBe(2);
+      // A deletion below the remembered seq is noticed and the total recounted.
+      await storage.transaction(() => store.deleteInTransaction((written[0] as EntryRecord).seq));
+      reads = 0;
+      expect(await totals.count(evens)).toBe(1500);
+      expect(reads).toBe(3001);
+      expect(await countActivity(store, evens)).toBe(1500);
+    } finally {
+      delete (store as { get?: unknown }).get;
+    }
+  });
+});
+
+describe("batch deduplication digests", () => {
+  it("find current duplicates, read only new entries on later batches, and rebuild after a deletion", async () => {
+    const catalog = new Catalog();
+    const write = async (entries: NewEntry[]): Promise<EntryRecord[]> => {
+      const records = await put(entries);
+      for (const record of records) catalog.add(record);
+      return records;
+    };
+    const fact = (content: string, over: Partial<NewEntry> = {}): NewEntry => newEntry({ owner: ALICE, runId: "dedup", entryType: "fact", content, occurrenceTime: 1, ...over });
+    const stored = await write(Array.from({ length: 2000 }, (_, i) => fact(`fact ${i}`)));
+    const finder = new DuplicateFinder(catalog, store);
+    let reads = 0;
+    const get = store.get.bind(store);
+    store.get = (seq: number) => {
+      reads += 1;
+      return get(seq);
+    };
+    try {
+      const asked = [fact("fact 7"), fact("fact 7", { entryType: "rule" }), fact("fact 8", { userId: "someone" }), fact("fact 9"), fact("new")];
+      const first = await finder.find(ALICE, "dedup", asked);
+      expect([...first.values()]).toEqual([stored[7]?.id, stored[9]?.id]);
+      // 2000 to digest the run, then one read to confirm each proposed match.
+      expect(reads).toBe(2002);
+      reads = 0;
+      const [late] = await write([fact("late")]);
+      const second = await finder.find(ALICE, "dedup", [fact("late"), fact("fact 7")]);
+      expect([...second.values()]).toEqual([late?.id, stored[7]?.id]);
+      expect(reads).toBe(3);
+      // Superseded since it was digested: proposed, checked, refused.
+      await storage.transaction(() => store.updateInTransaction((stored[7] as EntryRecord).seq, { stale: true }, { reason: "test", agentId: "" }));
+      catalog.markStale((stored[7] as EntryRecord).seq);
+      expect((await finder.find(ALICE, "dedup", [fact("fact 7")])).size).toBe(0);
+      // A deletion shrinks the run below the digested seq: the digest is rebuilt, without the deleted entry.
+      await storage.transaction(() => store.deleteInTransaction((stored[9] as EntryRecord).seq));
+      catalog.remove((stored[9] as EntryRecord).seq);
+      reads = 0;
+      expect((await finder.find(ALICE, "dedup", [fact("fact 9"), fact("fact 10")])).size).toBe(1);
+      expect(reads).toBeGreaterThan(1990);
+      // With room for fewer entries than the run holds, nothing is kept, and answers stay right.
+      const small = new DuplicateFinder(catalog, store, 100);
+      expect([...(await small.find(ALICE, "dedup", [fact("fact 11")])).values()]).toEqual([stored[11]?.id]);
+      expect([...(await small.find(ALICE, "dedup", [fact("fact 12")])).values()]).toEqual([stored[12]?.id]);
+    } finally {
+      delete (store as { get?: unknown }).get;
+    }
   });
 });
 

@@ -52,7 +52,7 @@ export class ExportTooLarge extends Error {
 }
 
 /** Whether the query filters on fields of the record rather than only on the index it scans. */
-function filtersRecords(q: ActivityQuery): boolean {
+export function filtersRecords(q: ActivityQuery): boolean {
   return q.userId !== "" || q.agentId !== "" || q.entryTypes !== undefined || q.createdAfter !== undefined || q.createdBefore !== undefined || q.excludeDerived;
 }
 
@@ -107,6 +107,28 @@ export async function activityPage(entries: EntryStore, q: ActivityQuery, limit:
     if (pause) await pause;
   }
   return { page, more: false };
+}
+
+/**
+ * Entries the query's indexes hold with a seq in (`above`, `upTo`], and how many of them match: `keys` reads no
+ * record. Walks newest first, so entries written meanwhile (higher seqs) are never reached.
+ */
+export async function countRange(entries: EntryStore, q: ActivityQuery, above: number, upTo: number, keysOnly: boolean): Promise<{ keys: number; matching: number }> {
+  const slicer = new TimeSlicer();
+  const newestFirst = { ...q, sort: "desc" as const };
+  let keys = 0;
+  let matching = 0;
+  for (const seq of walk(entries, newestFirst, upTo + 1)) {
+    if (seq <= above) break;
+    keys += 1;
+    if (!keysOnly) {
+      const record = entries.get(seq);
+      if (record !== undefined && inGrantedLane(q, record) && matches(q, record)) matching += 1;
+    }
+    const pause = slicer.tick();
+    if (pause) await pause;
+  }
+  return { keys, matching: keysOnly ? keys : matching };
 }
 
 /** Number of entries matching the query over all pages. */

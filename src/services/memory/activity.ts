@@ -18,11 +18,11 @@ import {
   MAX_EXPORT_CHARS,
   MAX_EXPORT_ENTRIES,
   activityPage,
-  countActivity,
   exportActivity,
   type ActivityQuery,
   type Sort,
 } from "../../memory/activity/activity-scan.js";
+import { ActivityTotals } from "../../memory/activity/activity-totals.js";
 import { decodePageToken, encodePageToken } from "../../memory/activity/page-token.js";
 import { bounded, content, entryTypeFilter, required } from "./validate.js";
 
@@ -148,6 +148,7 @@ function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry 
 
 export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
   const { entries, write, events } = deps;
+  const totals = new ActivityTotals(entries);
   return {
     async listActivity(req, ctx) {
       const q = queryOf(req, req.excludeDerived, ctx, deps.acl);
@@ -161,7 +162,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       return {
         entries: page.map((e) => activityEntryOf(e, projection)),
         nextPageToken: more && last !== undefined ? encodePageToken(q, last.seq) : "",
-        totalVisible: await countActivity(entries, q),
+        totalVisible: await totals.count(q),
       };
     },
 

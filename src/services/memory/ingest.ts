@@ -6,7 +6,7 @@ import { callerOf, isAdmin } from "../../auth/principal.js";
 import { notFound } from "../../platform/errors.js";
 import type { IngestJobRecord } from "../../memory/ingest-queue.js";
 import type { EntryToWrite } from "../../memory/entry-writer.js";
-import { dedupKey, existingDuplicates } from "../../memory/batch-dedupe.js";
+import { DuplicateFinder, dedupKey } from "../../memory/batch-dedupe.js";
 import type { MemoryDeps } from "./deps.js";
 import { batchItem, checkItemCount, ingestItem } from "./ingest-items.js";
 import { bounded, required } from "./validate.js";
@@ -45,6 +45,7 @@ function jobView(job: IngestJobRecord) {
 
 export function ingestHandlers(deps: MemoryDeps): Handlers {
   const dims = (): number => deps.index.embedder.dimensions;
+  const duplicates = new DuplicateFinder(deps.index.catalog, deps.entries);
   return {
     async ingest(req, ctx) {
       const caller = callerOf(ctx);
@@ -81,7 +82,7 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
         }
       });
       const existing = req.deduplicate
-        ? await existingDuplicates(deps.index.catalog, deps.entries, caller.userId, runId, valid.map((v) => v.item.entry))
+        ? await duplicates.find(caller.userId, runId, valid.map((v) => v.item.entry))
         : new Map<string, string>();
       const toWrite = valid.filter(({ at, item }) => {
         const duplicate = existing.get(dedupKey(item.entry));
