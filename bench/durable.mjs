@@ -108,7 +108,7 @@ async function main() {
       remember_p99: measured.remember_ms.p99_ms <= TARGETS.remember_p99_ms_16_writers,
     },
   };
-  writeResults("durable", results);
+  writeResults("durable.json", results);
   console.log(JSON.stringify(results, null, 2));
 }
 

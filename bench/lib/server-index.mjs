@@ -35,7 +35,8 @@ export async function serverVectorIndex(dimensions) {
       candidates = Array.from({ length: n }, (_, row) => row + 1);
     },
     search(vector, k) {
-      return index.search(vector, candidates, all, k).map((hit) => hit.seq - 1);
+      // The index takes the scope as a list of ascending seq lists (one per run or lesson set); here one list.
+      return index.search(vector, [candidates], all, k).map((hit) => hit.seq - 1);
     },
     /** Graph-only search (no scope filtering), to separate the graph's recall from the wrapper's. */
     graphSize: () => index.size,
