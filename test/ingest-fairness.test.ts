@@ -39,3 +39,23 @@ it("a job queued behind another owner's backlog runs after at most one of that o
     expect(Date.parse(String(heavyDone[j]?.["started_at"]))).toBeGreaterThanOrEqual(Date.parse(String(heavyDone[j - 1]?.["finished_at"])));
   }
 });
+
+it("an owner with 1000 unfinished jobs is told to wait (429); other owners are not", async () => {
+  const release = server.engram.testHooks.holdBackground();
+  try {
+    for (let i = 0; i < 1000; i++) {
+      const r = await rest.call(RPC.ingest, { run_id: "flood", items: [{ text: `flood item ${i}` }] }, heavy);
+      expect(r.code, r.message).toBe("ok");
+    }
+    const refused = await rest.call(RPC.ingest, { run_id: "flood", items: [{ text: "one too many" }] }, heavy);
+    expect(refused.code).toBe("resource_exhausted");
+    expect(refused.status).toBe(429);
+    expect(refused.message).toContain("1000");
+    expect((await rest.call(RPC.ingest, { run_id: "calm", items: [{ text: "still welcome" }] }, light)).code).toBe("ok");
+  } finally {
+    release();
+  }
+  await server.engram.testHooks.backgroundIdle();
+  // Once the backlog drained, the flooding owner may queue again.
+  expect((await rest.call(RPC.ingest, { run_id: "flood", items: [{ text: "after the drain" }] }, heavy)).code).toBe("ok");
+}, 60_000);
