@@ -119,7 +119,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);
   const compactor = new Compactor(storage, logger);
   const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
-  router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, nodes: core.writer }));
+  router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion }));
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
   const coreParts: CoreHandlers[] = [aclHandlers(acl, users, (caller, id) => core.locateNode(caller, id)),
     pubsubHandlers({ registry: subscriptions, embedder, locateNode: (caller, id) => core.locateNode(caller, id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];

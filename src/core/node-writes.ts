@@ -114,14 +114,6 @@ export class NodeWriter {
 
   /** Deletes every node of one of the caller's runs at once; resolves how many. */
   async deleteRun(caller: Principal, runId: string): Promise<number> {
-    return (await this.deleteRunWith(caller, runId, () => undefined)).nodes;
-  }
-
-  /**
-   * Deletes every node of one of the caller's runs and runs `also` in the same transaction, so that a run deletion
-   * spanning memory and nodes is all or nothing.
-   */
-  async deleteRunWith<T>(caller: Principal, runId: string, also: () => T): Promise<{ nodes: number; also: T }> {
     const { nodes } = this.#deps;
     return this.#deps.committer.commit((changes) => {
       // The caller's own nodes, listed by their [owner, run] index.
@@ -132,7 +124,7 @@ export class NodeWriter {
         nodes.removeInTransaction(record);
         changes.push({ kind: "node.delete", record });
       }
-      return { nodes: changes.length, also: also() };
+      return changes.length;
     });
   }
 }

@@ -20,9 +20,6 @@ export interface RunDeletionResult {
   readonly jobs: number;
 }
 
-/** Runs a deletion's writes in one durable transaction, possibly with more writes of the caller's. */
-export type RunTransaction = <T>(fn: () => T) => Promise<T>;
-
 export class RunDeletion {
   readonly #storage: Storage;
   readonly #entries: EntryStore;
@@ -45,12 +42,9 @@ export class RunDeletion {
     this.#logger = logger;
   }
 
-  /**
-   * Deletes everything the owner stored in the run; durable and invisible to every read when it resolves.
-   * `transact` runs the deletion's writes in one transaction with whatever else the run holds (its core nodes).
-   */
-  async deleteRun(owner: number, runId: string, transact: RunTransaction = (fn) => this.#storage.transaction(fn)): Promise<RunDeletionResult> {
-    const { maxSeq, jobs } = await transact(() => ({
+  /** Deletes everything the owner stored in the run's memory; durable and invisible to every read when it resolves. */
+  async deleteRun(owner: number, runId: string): Promise<RunDeletionResult> {
+    const { maxSeq, jobs } = await this.#storage.transaction(() => ({
       maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
       jobs: this.#ingest.forgetRunInTransaction(owner, runId),
     }));

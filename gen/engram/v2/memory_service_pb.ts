@@ -3133,7 +3133,9 @@ export const MemoryService: GenService<{
    * `lesson_scope`, `lesson_importance`, `importance` or `source`, invalid
    * JSON in a `*_json` field, or an `embedding` of the wrong dimension, field
    * `items[i].<name>`), PERMISSION_DENIED (`agent_id` is registered in the run
-   * with `write_scopes` that exclude an item's entry type).
+   * with `write_scopes` that exclude an item's entry type), RESOURCE_EXHAUSTED
+   * (Engram design: the caller already has 1000 unfinished jobs; retry once
+   * some finish — the worker serves users in turn, one job each).
    *
    * @generated from rpc engram.v2.MemoryService.Ingest
    */

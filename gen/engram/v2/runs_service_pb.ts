@@ -576,7 +576,12 @@ export const RunsService: GenService<{
    * session and every link to or from the run. Core data-plane nodes of the
    * run are not touched (see DELETE /v2/core/runs/{run_id}). Deleting a run
    * that does not exist is not an error: `deleted` is then false. Emits
-   * `run.deleted`. Errors: INVALID_ARGUMENT (empty `run_id`).
+   * `run.deleted`. Engram design: the run's entries disappear from every read
+   * the moment the call returns (one durable transaction writes a tombstone
+   * and drops the run's ingest jobs, including one being applied); their
+   * records, index terms and vectors are purged in the background in bounded
+   * slices, resuming after a restart. Only the caller's own data in the run
+   * is deleted, admins included. Errors: INVALID_ARGUMENT (empty `run_id`).
    *
    * @generated from rpc engram.v2.RunsService.DeleteRun
    */

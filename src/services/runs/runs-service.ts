@@ -9,7 +9,6 @@ import { evidenceOfEntry } from "../memory/evidence.js";
 import { required } from "../memory/validate.js";
 import { modeOf } from "../../retrieval/search-engine.js";
 import type { RunDeletion } from "../../memory/run-deletion.js";
-import type { NodeWriter } from "../../core/node-writes.js";
 
 const ATTENTION_LIMIT = 10;
 const WORKING_MEMORY_LIMIT = 50;
@@ -19,22 +18,14 @@ type Reason = "latest_checkpoint" | "active_rule" | "important_lesson" | "recent
 export interface RunsDeps {
   readonly memory: MemoryDeps;
   readonly deletion: RunDeletion;
-  readonly nodes: NodeWriter;
 }
 
-export function runsService({ memory: deps, deletion, nodes }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
+export function runsService({ memory: deps, deletion }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
   return {
     async deleteRun(req, ctx) {
       const caller = callerOf(ctx);
-      const runId = required("run_id", req.runId);
-      // The run's memory and its core nodes go in one transaction: a failure leaves the whole run in place.
-      let nodeCount = 0;
-      const result = await deletion.deleteRun(caller.userId, runId, async (fn) => {
-        const done = await nodes.deleteRunWith(caller, runId, fn);
-        nodeCount = done.nodes;
-        return done.also;
-      });
-      return { deleted: result.deleted || nodeCount > 0 };
+      const result = await deletion.deleteRun(caller.userId, required("run_id", req.runId));
+      return { deleted: result.deleted };
     },
 
     getContextSnapshot(req, ctx) {
