@@ -22,6 +22,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { interferenceMonitor, waitQuietMachine } from "./lib/machine.mjs";
+import { rng } from "./lib/corpus.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SIZE = Number(process.env.BENCH_SIZE ?? 100_000);
@@ -40,17 +41,6 @@ const log = (msg) => process.stderr.write(`[long-scans ${new Date().toISOString(
 const round = (x, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** mulberry32: seeded, so every run writes the same corpus. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const WORDS = ("deploy cache token billing service queue retry timeout database index replica shard config secret " +
   "rollback canary release build test lint schema migration backup restore alert metric latency budget owner team " +
   "python rust node docker kernel network storage disk memory thread lock event stream batch worker job schedule").split(" ");

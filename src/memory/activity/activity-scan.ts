@@ -25,6 +25,20 @@ export interface ActivityQuery {
   readonly granted: readonly GrantedRun[];
 }
 
+/** The filters of a listing as one canonical text: equal for equal filters, whatever their order. */
+export function filterSignature(q: ActivityQuery): string {
+  return JSON.stringify([
+    q.owner ?? null,
+    q.runId ?? null,
+    q.userId,
+    q.agentId,
+    q.entryTypes === undefined ? null : [...q.entryTypes].sort(),
+    q.createdAfter ?? null,
+    q.createdBefore ?? null,
+    q.excludeDerived,
+  ]);
+}
+
 /**
  * ExportActivity answers in one message, so one export holds at most this many entries and characters; a larger one
  * is refused (see ExportTooLarge) rather than cut short: narrow it with created_after / created_before.

@@ -5,7 +5,7 @@
 // (user, agent, entry type, creation time, derived) never change after a write; lanes can, so listings limited to
 // granted lanes are not remembered.
 import type { EntryStore } from "../../storage/entry-store.js";
-import { countActivity, countRange, filtersRecords, type ActivityQuery } from "./activity-scan.js";
+import { countActivity, countRange, filterSignature, filtersRecords, type ActivityQuery } from "./activity-scan.js";
 
 /** Listings remembered at most; the least recently used is forgotten first. */
 const CAPACITY = 64;
@@ -19,17 +19,7 @@ interface Remembered {
 }
 
 function listingKey(q: ActivityQuery): string {
-  return JSON.stringify([
-    q.owner ?? null,
-    q.runId ?? null,
-    q.userId,
-    q.agentId,
-    q.entryTypes === undefined ? null : [...q.entryTypes].sort(),
-    q.createdAfter ?? null,
-    q.createdBefore ?? null,
-    q.excludeDerived,
-    q.granted.map((g) => [g.owner, g.runId]),
-  ]);
+  return JSON.stringify([filterSignature(q), q.granted.map((g) => [g.owner, g.runId])]);
 }
 
 export class ActivityTotals {

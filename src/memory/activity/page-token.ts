@@ -3,7 +3,7 @@
 // every read.
 import { createHash } from "node:crypto";
 import { invalidArgument, quoted } from "../../platform/errors.js";
-import type { ActivityQuery, Sort } from "./activity-scan.js";
+import { filterSignature, type ActivityQuery, type Sort } from "./activity-scan.js";
 
 const MAX_PAGE_TOKEN_LENGTH = 512;
 
@@ -14,17 +14,7 @@ interface PageCursor {
 }
 
 function filtersHash(q: ActivityQuery): string {
-  const canonical = JSON.stringify([
-    q.owner ?? null,
-    q.runId ?? null,
-    q.userId,
-    q.agentId,
-    q.entryTypes === undefined ? null : [...q.entryTypes].sort(),
-    q.createdAfter ?? null,
-    q.createdBefore ?? null,
-    q.excludeDerived,
-  ]);
-  return createHash("sha256").update(canonical).digest("base64url").slice(0, 22);
+  return createHash("sha256").update(filterSignature(q)).digest("base64url").slice(0, 22);
 }
 
 /** The token of the page after the one that ended with `lastSeq`. */
