@@ -3,7 +3,7 @@
 // nothing behind.
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
-import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryStore, UpdatedEntry } from "../storage/entry-store.js";
+import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { MemoryIndex } from "./memory-index.js";
 
@@ -24,15 +24,15 @@ export class EntryChanges {
   async update(seq: number, patch: EntryPatch, by: ChangeAttribution): Promise<UpdatedEntry | undefined> {
     const current = this.#entries.get(seq);
     if (current === undefined) return undefined;
-    let reindex: Parameters<EntryStore["updateInTransaction"]>[3];
+    let reindex: Reindex | undefined;
     if (patch.content !== undefined && patch.content !== current.content) {
       const [vector] = await this.#index.embedder.embed([patch.content]);
       if (vector === undefined) throw new Error("the embedder returned no vector");
-      reindex = { termFreqs: termFrequencies(patch.content), oldTermFreqs: this.#entries.termsOf(seq) ?? termFrequencies(current.content), vector };
+      reindex = { termFreqs: termFrequencies(patch.content), vector };
     }
     const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
     if (updated === undefined || updated.changed.length === 0) return updated;
-    this.#index.indexUpdated(updated.before, updated.after, reindex);
+    this.#index.indexUpdated(updated, reindex);
     this.#events.publish({
       type: updated.after.entryType === "lesson" ? "lesson.updated" : "entry.updated",
       owner: updated.after.owner,
@@ -47,10 +47,9 @@ export class EntryChanges {
   async delete(seq: number, by: ChangeAttribution): Promise<DeletedEntry | undefined> {
     const current = this.#entries.get(seq);
     if (current === undefined) return undefined;
-    const termFreqs = this.#entries.termsOf(seq) ?? termFrequencies(current.content);
     const deleted = await this.#storage.transaction(() => this.#entries.deleteInTransaction(seq));
     if (deleted === undefined) return undefined;
-    this.#index.unindex(deleted.record.seq, termFreqs);
+    this.#index.unindex(deleted.record.seq, deleted.termFreqs);
     for (const flagged of deleted.flagged) this.#index.catalog.replace(flagged);
     this.#events.publish({
       type: deleted.record.entryType === "lesson" ? "lesson.deleted" : "entry.deleted",

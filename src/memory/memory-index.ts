@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Logger } from "../platform/logger.js";
 import type { Readiness } from "../platform/readiness.js";
 import type { Storage } from "../storage/database.js";
-import type { EntryRecord, EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
+import type { EntryStore, NewEntry, PreparedEntry, Reindex, UpdatedEntry, WrittenEntry } from "../storage/entry-store.js";
 import type { Embedder } from "../retrieval/embedder.js";
 import { Catalog } from "../retrieval/catalog.js";
 import { SparseIndex } from "../retrieval/sparse-index.js";
@@ -64,14 +64,10 @@ export class MemoryIndex {
   }
 
   /** Makes a committed update searchable: the catalog's copy, and the postings and vector when the content changed. */
-  indexUpdated(
-    before: EntryRecord,
-    after: EntryRecord,
-    reindex: { readonly termFreqs: ReadonlyMap<string, number>; readonly oldTermFreqs: ReadonlyMap<string, number>; readonly vector: Float32Array } | undefined,
-  ): void {
+  indexUpdated({ after, previousTermFreqs }: UpdatedEntry, reindex: Reindex | undefined): void {
     this.catalog.replace(after);
     if (reindex !== undefined) {
-      this.sparse.remove(before.seq, reindex.oldTermFreqs);
+      this.sparse.remove(after.seq, previousTermFreqs ?? new Map<string, number>());
       this.sparse.add(after.seq, reindex.termFreqs);
       this.dense.remove(after.seq);
       this.dense.add(after.seq, reindex.vector);

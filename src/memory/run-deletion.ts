@@ -5,7 +5,6 @@ import type { Logger } from "../platform/logger.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import type { EntryStore } from "../storage/entry-store.js";
-import { termFrequencies } from "../retrieval/text.js";
 import type { IngestQueue } from "./ingest-queue.js";
 import type { MemoryIndex } from "./memory-index.js";
 import type { BackgroundGate } from "../platform/background-gate.js";
@@ -97,15 +96,9 @@ export class RunDeletion {
       if (this.#stopped) return;
       const seqs = this.#entries.tombstonedSeqs(owner, runId, maxSeq, PURGE_SLICE);
       if (seqs.length === 0) break;
-      const slice = seqs.flatMap((seq) => {
-        const record = this.#entries.readStored(seq);
-        return record === undefined ? [] : [{ seq, termFreqs: this.#entries.termsOf(seq) ?? termFrequencies(record.content) }];
-      });
-      await this.#storage.transaction(() => {
-        for (const { seq } of slice) this.#entries.deleteInTransaction(seq);
-      });
-      for (const { seq, termFreqs } of slice) this.#index.forgetHidden(seq, termFreqs);
-      removed += slice.length;
+      const deleted = await this.#storage.transaction(() => seqs.flatMap((seq) => this.#entries.deleteInTransaction(seq) ?? []));
+      for (const { record, termFreqs } of deleted) this.#index.forgetHidden(record.seq, termFreqs);
+      removed += deleted.length;
     }
     await this.#storage.transaction(() => this.#entries.clearTombstoneInTransaction(owner, runId));
     this.#entries.tombstoneCleared(owner, runId);

@@ -65,10 +65,20 @@ export interface UpdatedEntry {
   readonly after: EntryRecord;
   /** Names of the fields whose value changed. */
   readonly changed: readonly string[];
+  /** When the content changed: the index terms the entry had before, read in the transaction that replaced them. */
+  readonly previousTermFreqs: ReadonlyMap<string, number> | undefined;
+}
+
+/** What a content change stores besides the record: the new content's index terms and vector. */
+export interface Reindex {
+  readonly termFreqs: ReadonlyMap<string, number>;
+  readonly vector: Float32Array;
 }
 
 export interface DeletedEntry {
   readonly record: EntryRecord;
+  /** The index terms it was stored with, read in the transaction that removed them. */
+  readonly termFreqs: ReadonlyMap<string, number>;
   /** Entries derived from the deleted one, now marked for review (`lineageReview` = `source_deleted`). */
   readonly flagged: readonly EntryRecord[];
 }
@@ -160,7 +170,7 @@ export class EntryStore {
     seq: number,
     patch: EntryPatch,
     by: ChangeAttribution,
-    reindex?: { readonly termFreqs: ReadonlyMap<string, number>; readonly oldTermFreqs: ReadonlyMap<string, number>; readonly vector: Float32Array },
+    reindex?: Reindex,
     now = Date.now(),
   ): UpdatedEntry | undefined {
     const { dbs } = this.#storage;
@@ -173,10 +183,12 @@ export class EntryStore {
       next[field] = value;
       changes.push({ at: now, field, from: auditText(before[field]), to: auditText(value), reason: by.reason, agentId: by.agentId });
     }
-    if (changes.length === 0) return { before, after: before, changed: [] };
+    if (changes.length === 0) return { before, after: before, changed: [], previousTermFreqs: undefined };
     let termCount = before.termCount;
+    let previousTermFreqs: ReadonlyMap<string, number> | undefined;
     if (patch.content !== undefined && patch.content !== before.content) {
       if (reindex === undefined) throw new Error("a content change needs its new postings and vector");
+      previousTermFreqs = this.termsOf(seq) ?? new Map<string, number>();
       dbs.entryTerms.put(seq, encodeTerms(reindex.termFreqs));
       dbs.vectors.put(seq, vectorBytes(reindex.vector));
       this.#bumpVectorGeneration();
@@ -184,7 +196,7 @@ export class EntryStore {
     }
     const after = { ...(next as unknown as EntryRecord), termCount, updatedAt: now, audit: [...before.audit, ...changes] };
     dbs.entries.put(seq, after);
-    return { before, after, changed: changes.map((c) => c.field) };
+    return { before, after, changed: changes.map((c) => c.field), previousTermFreqs };
   }
 
   /**
@@ -196,6 +208,7 @@ export class EntryStore {
     const record = this.#read(seq);
     if (record === undefined) return undefined;
     const { dbs } = this.#storage;
+    const termFreqs = this.termsOf(seq) ?? new Map<string, number>();
     dbs.entries.remove(seq);
     dbs.vectors.remove(seq);
     this.#bumpVectorGeneration();
@@ -223,7 +236,7 @@ export class EntryStore {
       dbs.entries.put(derivedSeq, marked);
       flagged.push(marked);
     }
-    return { record, flagged };
+    return { record, termFreqs, flagged };
   }
 
   /**
@@ -267,11 +280,6 @@ export class EntryStore {
 
   tombstoneCleared(owner: number, runId: string): void {
     this.#tombstones.delete(tombstoneKey(owner, runId));
-  }
-
-  /** The raw stored record, tombstoned or not: for the purge. */
-  readStored(seq: number): EntryRecord | undefined {
-    return this.#read(seq);
   }
 
   isTombstoned(record: Pick<EntryRecord, "owner" | "runId" | "seq">): boolean {
