@@ -97,6 +97,35 @@ describe("lessons/update", () => {
     expect(afterRestart["lesson"]).toMatchObject({ scope: "global", validation_status: "validated", stale: true, confidence: 0.25 });
   });
 
+  it("changes content, importance, lane and metadata: re-indexed at once (new words find it, old ones do not) and after restart", async () => {
+    const [lessonId] = await ingestAndWait(rest, alice, "content-run", [
+      { text: "Rebuild the protobuf stubs after editing a proto file.", entry_type: "lesson" },
+      { text: "The lint job runs on every push.", entry_type: "fact" },
+    ]);
+    const newText = "Regenerate the gRPC gateway swagger bundle whenever annotations move.";
+    const updated = await ok(
+      rest,
+      LESSONS.update,
+      { lesson_id: lessonId!, content: newText, importance: "critical", lane: "build", metadata_json: '{"rationale":"the bundle drifted twice"}' },
+      alice,
+    );
+    expect(new Set(updated["changed_fields"] as string[])).toEqual(new Set(["content", "importance", "lane", "metadata_json"]));
+    expect(updated["lesson"]).toMatchObject({ content: newText, importance: "critical", rationale: "the bundle drifted twice" });
+    const findsBy = async (words: string, lane = ""): Promise<boolean> =>
+      (await queryIds(alice, "content-run", words, { lane_filter: lane })).includes(lessonId!);
+    expect(await findsBy("swagger bundle annotations")).toBe(true);
+    expect(await findsBy("swagger bundle annotations", "build")).toBe(true);
+    expect(await findsBy("swagger bundle annotations", "other-lane")).toBe(false);
+    const oldWords = evidenceOf(await ok(rest, RPC.query, { run_id: "content-run", query: "protobuf stubs proto file", limit: 10, prefer_current_run: true }, alice));
+    expect(oldWords.some((e) => String(e["content"]).includes("protobuf stubs"))).toBe(false);
+    expect((await rest.call(LESSONS.update, { lesson_id: lessonId!, content: "   " }, alice)).code).toBe("invalid_argument");
+    expect((await rest.call(LESSONS.update, { lesson_id: lessonId!, metadata_json: "[1]" }, alice)).code).toBe("invalid_argument");
+    await restart();
+    expect(await findsBy("swagger bundle annotations", "build")).toBe(true);
+    const again = evidenceOf(await ok(rest, RPC.query, { run_id: "content-run", query: "protobuf stubs proto file", limit: 10, prefer_current_run: true }, alice));
+    expect(again.some((e) => String(e["content"]).includes("protobuf stubs"))).toBe(false);
+  });
+
   it("refuses requests naming no change, unknown values, non-lessons, and other owners' lessons (404, nothing changed)", async () => {
     const [lessonId, factId] = await ingestAndWait(rest, alice, "upd-errors", [
       { text: "Retry flaky network calls with backoff.", entry_type: "lesson" },

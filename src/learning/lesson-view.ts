@@ -41,7 +41,12 @@ export function lessonEntryOf(record: EntryRecord): LessonEntryInit {
   };
 }
 
-const WIRE_NAMES: Readonly<Record<string, string>> = { lessonScope: "scope", validationStatus: "validation_status", lineageReview: "lineage_review" };
+const WIRE_NAMES: Readonly<Record<string, string>> = {
+  lessonScope: "scope",
+  validationStatus: "validation_status",
+  lineageReview: "lineage_review",
+  metadataJson: "metadata_json",
+};
 
 /** The request's name of a record field, as change lists and audit trails show it. */
 export function lessonFieldName(field: string): string {

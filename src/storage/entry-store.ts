@@ -445,6 +445,10 @@ function termCountOf(termFreqs: ReadonlyMap<string, number>): number {
   return count;
 }
 
+/** Audit trails keep values short: a changed content is recorded by its first characters. */
+const MAX_AUDIT_VALUE_CHARS = 200;
+
 function auditText(value: unknown): string {
-  return typeof value === "string" ? value : JSON.stringify(value);
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > MAX_AUDIT_VALUE_CHARS ? `${text.slice(0, MAX_AUDIT_VALUE_CHARS)}…` : text;
 }

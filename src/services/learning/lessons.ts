@@ -1,12 +1,13 @@
-// Lesson maintenance routes: update (scope, validation status, stale, confidence, audited) and delete.
+// Lesson maintenance routes: update (scope, validation status, stale, confidence, content, importance, lane,
+// metadata; every change audited) and delete.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { LearningService } from "../../../gen/engram/v2/learning_service_pb.js";
 import { callerOf, isAdmin, type Principal } from "../../auth/principal.js";
 import { invalidArgument, notFound } from "../../platform/errors.js";
 import type { EntryChanges } from "../../memory/entry-changes.js";
-import { LESSON_SCOPES, VALIDATION_STATUSES, type CanRead, type EntryPatch, type EntryStore } from "../../storage/entry-store.js";
+import { IMPORTANCE_LEVELS, LESSON_SCOPES, VALIDATION_STATUSES, type CanRead, type EntryPatch, type EntryStore } from "../../storage/entry-store.js";
 import { lessonEntryOf, lessonFieldName } from "../../learning/lesson-view.js";
-import { bounded, oneOf, required } from "../memory/validate.js";
+import { bounded, content, jsonObject, oneOf, required } from "../memory/validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof LearningService>, "updateLesson" | "deleteLesson">;
 
@@ -35,8 +36,14 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
         ...(req.validationStatus === "" ? {} : { validationStatus: oneOf("validation_status", req.validationStatus, VALIDATION_STATUSES, "pending") }),
         ...(req.stale === undefined ? {} : { stale: req.stale }),
         ...(req.confidence === undefined ? {} : { confidence: clampedConfidence(req.confidence) }),
+        ...(req.content === undefined ? {} : { content: content("content", req.content) }),
+        ...(req.importance === "" ? {} : { importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium") }),
+        ...(req.lane === undefined ? {} : { lane: bounded("lane", req.lane) }),
+        ...(req.metadataJson === undefined ? {} : { metadataJson: jsonObject("metadata_json", req.metadataJson) }),
       };
-      if (Object.keys(patch).length === 0) throw invalidArgument("lesson_id", "names no field to change: set scope, validation_status, stale or confidence");
+      if (Object.keys(patch).length === 0) {
+        throw invalidArgument("lesson_id", "names no field to change: set scope, validation_status, stale, confidence, content, importance, lane or metadata_json");
+      }
       const by = { reason: bounded("reason", req.reason), agentId: bounded("agent_id", req.agentId) };
       const updated = await deps.changes.update(lesson.seq, patch, by);
       if (updated === undefined) throw notFound(`lesson "${req.lessonId}"`);
