@@ -90,6 +90,12 @@ const CASES: WriteCase[] = [
     request: (ids) => ({ lesson_id: ids["lesson"] as string, scope: "global", confidence: 0.3, stale: true }),
   },
   {
+    name: "lessons/update of content (re-indexed)",
+    rpc: "engram.v2.LearningService/UpdateLesson",
+    setup: async () => ({ lesson: (await ingestAndWait(connect, alice, "atom", [{ text: "Restart the runner when disks fill.", entry_type: "lesson" }]))[0] as string }),
+    request: (ids) => ({ lesson_id: ids["lesson"] as string, content: "Prune docker images before the disk fills.", importance: "high" }),
+  },
+  {
     name: "lessons/delete",
     rpc: "engram.v2.LearningService/DeleteLesson",
     setup: async () => ({ lesson: (await ingestAndWait(connect, alice, "atom", [{ text: "Clear the cache when builds flake.", entry_type: "lesson" }]))[0] as string }),
