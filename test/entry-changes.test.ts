@@ -239,6 +239,27 @@ describe("delete_run", () => {
     expect(await activityContents(bob, "doomed")).toEqual(["Bob's incident: the payments queue stalled."]);
   });
 
+  it("deleting again while the purge runs is a no-op; a deletion of newer entries raises the tombstone and the purge takes both", async () => {
+    await ingestAndWait(rest, alice, "twice", [{ text: "First wave: the cache warmer crashed." }, { text: "First wave: retry succeeded." }]);
+    const release = server.engram.testHooks.holdBackground();
+    try {
+      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toEqual({ deleted: true });
+      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toEqual({ deleted: false });
+      await ok(rest, RPC.remember, { session_id: "twice", content: "Second wave: the cache warmer is healthy." }, alice);
+      expect(await activityContents(alice, "twice")).toEqual(["Second wave: the cache warmer is healthy."]);
+      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toEqual({ deleted: true });
+      expect(await activityContents(alice, "twice")).toEqual([]);
+    } finally {
+      release();
+    }
+    await server.engram.testHooks.backgroundIdle();
+    const stats = await ok(rest, "engram.v2.CoreService/GetStorageStats", {}, server.adminKey);
+    expect(entryCount(stats, "run_tombstones")).toBe(0);
+    expect(await activityContents(alice, "twice")).toEqual([]);
+    await restart();
+    expect(await activityContents(alice, "twice")).toEqual([]);
+  });
+
   it("requires run_id, and drops the run's ingest jobs", async () => {
     expect((await rest.call(DELETE_RUN, { run_id: "" }, alice)).code).toBe("invalid_argument");
     const accepted = await ok(rest, RPC.ingest, { run_id: "jobs-run", items: [{ text: "queued item" }] }, alice);

@@ -100,8 +100,9 @@ export class RunDeletion {
       for (const { record, termFreqs } of deleted) this.#index.forgetHidden(record.seq, termFreqs);
       removed += deleted.length;
     }
-    await this.#storage.transaction(() => this.#entries.clearTombstoneInTransaction(owner, runId));
-    this.#entries.tombstoneCleared(owner, runId);
+    const cleared = await this.#storage.transaction(() => this.#entries.clearTombstoneInTransaction(owner, runId, maxSeq));
+    // Not cleared: the run was deleted again meanwhile; the outer loop purges up to the new tombstone.
+    if (cleared) this.#entries.tombstoneCleared(owner, runId);
     this.#index.dense.saveSoon();
     this.#logger.info({ owner, run_id: runId, entries: removed }, "deleted run purged");
   }

@@ -250,7 +250,9 @@ export class EntryStore {
     for (const key of dbs.entriesByOwnerRun.getKeys({ start: [owner, runId, Infinity], end: [owner, runId, -1], reverse: true, limit: 1 })) {
       last = (key as [number, string, number])[2];
     }
-    if (last === undefined) return undefined;
+    // Entries a running purge has not reached yet are already deleted: only newer ones make this a new deletion.
+    const covered = dbs.runTombstones.get([owner, runId]);
+    if (last === undefined || (covered !== undefined && last <= covered)) return undefined;
     dbs.runTombstones.put([owner, runId], last);
     return last;
   }
@@ -273,9 +275,15 @@ export class EntryStore {
     return [...keys].map((key) => (key as [number, string, number])[2]);
   }
 
-  /** The purge of a run is complete: drops its tombstone. Call inside a write transaction. */
-  clearTombstoneInTransaction(owner: number, runId: string): void {
-    this.#storage.dbs.runTombstones.remove([owner, runId]);
+  /**
+   * The purge of a run up to `maxSeq` is complete: drops its tombstone, unless a later deletion of the run raised it
+   * meanwhile (then false: the purge goes on). Call inside a write transaction.
+   */
+  clearTombstoneInTransaction(owner: number, runId: string, maxSeq: number): boolean {
+    const { dbs } = this.#storage;
+    if (dbs.runTombstones.get([owner, runId]) !== maxSeq) return false;
+    dbs.runTombstones.remove([owner, runId]);
+    return true;
   }
 
   tombstoneCleared(owner: number, runId: string): void {
