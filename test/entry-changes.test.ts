@@ -224,12 +224,8 @@ describe("delete_run", () => {
     expect(await queryIds(alice, "doomed", "payments queue")).toEqual([fresh]);
 
     // The purge removes the records, postings and vectors (LMDB key counts fall by the deleted entries' share).
-    let after = before;
-    for (let poll = 0; poll < 200; poll++) {
-      after = await ok(rest, "engram.v2.CoreService/GetStorageStats", {}, server.adminKey);
-      if (entryCount(after, "entries") === entryCount(before, "entries") - 600 + 1) break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await server.engram.testHooks.backgroundIdle();
+    const after = await ok(rest, "engram.v2.CoreService/GetStorageStats", {}, server.adminKey);
     expect(entryCount(after, "entries")).toBe(entryCount(before, "entries") - 600 + 1);
     expect(entryCount(after, "vectors")).toBe(entryCount(before, "vectors") - 600 + 1);
     expect(entryCount(after, "entry_terms")).toBe(entryCount(before, "entry_terms") - 600 + 1);
