@@ -292,6 +292,8 @@ export class VectorIndex {
   /** After a write: indexes at once when MAX_UNINDEXED vectors wait, else once writes pause (IDLE_INDEX_MS). */
   scheduleIndexing(): void {
     if (this.#closed) return;
+    // A partition that just got its graph has every vector waiting for it: count them, so the cap holds.
+    this.#queueUnindexed();
     let waiting = 0;
     for (const part of this.#partitions.values()) waiting += part.pending.length;
     if (waiting >= MAX_UNINDEXED) {
