@@ -5,6 +5,7 @@
 // Env:   BENCH_DURABLE_ENTRIES   entries loaded through ingest before the remember series (default 100000)
 //        BENCH_REMEMBERS         remember requests in the concurrent series (default 3000)
 //        BENCH_WRITERS           concurrent writers (default 16)
+//        BENCH_WARMUP_REMEMBERS  untimed remember requests before the series (default 1000)
 // Writes bench/results/durable.json.
 //
 // Phases, in this order (the server is stopped while the bench itself computes):
@@ -12,8 +13,8 @@
 //      awaiting one small flushed `transaction()` at a time (like remember), p50/p99 of each acknowledgement;
 //   2. Engram: ingest of ENTRIES items through POST /v2/control/ingest (1000 a request, next sent when the last is
 //      acknowledged), until every job completed: durable items/s end to end;
-//   3. Engram at that size: WRITERS concurrent writers, each sending POST /v2/control/remember as soon as its last was
-//      answered: p50/p99 per request.
+//   3. Engram at that size: after WARMUP_REMEMBERS untimed requests, WRITERS concurrent writers, each sending
+//      POST /v2/control/remember as soon as its last was answered: p50/p99 per request.
 import { open } from "lmdb";
 import path from "node:path";
 import { ingestAll, post, round, summarize } from "./lib/api.mjs";
@@ -24,6 +25,7 @@ import { ROOT, mintAdminKey, removeDir, startServer, tempDir, waitIdle } from ".
 const ENTRIES = Number(process.env.BENCH_DURABLE_ENTRIES ?? 100_000);
 const REMEMBERS = Number(process.env.BENCH_REMEMBERS ?? 3000);
 const WRITERS = Number(process.env.BENCH_WRITERS ?? 16);
+const WARMUP_REMEMBERS = Number(process.env.BENCH_WARMUP_REMEMBERS ?? 1000);
 const TARGETS = { ingest_items_per_s_at_100k: 8000, remember_p99_ms_16_writers: 15 };
 const log = (msg) => process.stderr.write(`[durable ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -75,6 +77,10 @@ async function engram(items) {
     await waitIdle(server.pid);
     log(`remember × ${REMEMBERS}, ${WRITERS} writers`);
     const corpus = new Corpus(vocabulary(path.resolve(ROOT, "../shared/data/locomo_dev.json")), 99);
+    // Untimed warm-up, as the query benchmarks have: the remember path's code is not yet optimised by the JIT
+    // after a bulk ingest, and the first few hundred requests measure that rather than the server.
+    const warmup = Array.from({ length: WARMUP_REMEMBERS }, () => corpus.sentence());
+    await concurrent(WRITERS, WARMUP_REMEMBERS, (writer, i) => post(server, "/v2/control/remember", { session_id: `warmup-${writer}`, content: warmup[i] }));
     const texts = Array.from({ length: REMEMBERS }, () => corpus.sentence());
     const latencies = await concurrent(WRITERS, REMEMBERS, (writer, i) => post(server, "/v2/control/remember", { session_id: `writer-${writer}`, content: texts[i] }));
     return { ingest: ingestResult, remember_ms: summarize(latencies) };

@@ -188,12 +188,12 @@ describe("a failure at any write of a write route leaves nothing behind", () => 
   it("an ingest job whose commit fails stores none of its items and reads failed, with a message free of storage internals", async () => {
     const faults = server.engram.testHooks.writeFaults;
     await server.engram.testHooks.backgroundIdle();
-    // Accept the job with the worker held, then fail the second write the worker makes: the first marks the job
-    // running, the second is inside the transaction that stores its entries.
+    // Accept the job with the worker held, then fail the first write the worker makes: it is inside the transaction
+    // that stores the job's entries.
     const release = server.engram.testHooks.holdBackground();
     const accepted = await ok(connect, RPC.ingest, { run_id: "atom-job", items: [{ text: "one" }, { text: "two" }, { text: "three" }] }, alice);
     const entriesBefore = server.engram.testHooks.fingerprint()["entries"];
-    faults.failAt(2);
+    faults.failAt(1);
     release();
     const finished = await waitForJob(connect, alice, String(accepted["job_id"]));
     faults.failAt(0);

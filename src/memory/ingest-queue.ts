@@ -162,6 +162,11 @@ export class IngestQueue {
    * index has them the job is reported as still running (callers read `completed` as "searchable").
    */
   #indexing: string | undefined;
+  /**
+   * The job the worker is applying. Its "running" state is not written to LMDB (that would cost every job one more
+   * flushed transaction): a job cut off by a crash is queued again anyway, and callers see `running` from here.
+   */
+  #applying: { readonly jobId: string; readonly startedAt: number } | undefined;
   /** Resolves waiters (tests, BatchInsert-style callers) when a job finishes. */
   readonly #finished = new Map<string, (() => void)[]>();
 
@@ -179,6 +184,8 @@ export class IngestQueue {
   get(jobId: string, canRead: (job: IngestJobRecord) => boolean): IngestJobRecord | undefined {
     const job = this.#read(jobId);
     if (job === undefined || !canRead(job)) return undefined;
+    const applying = this.#applying;
+    if (job.status === "queued" && applying?.jobId === jobId) return { ...job, status: "running", startedAt: applying.startedAt };
     if (jobId !== this.#indexing || job.status !== "completed") return job;
     return { ...job, status: "running", finishedAt: 0, entryCount: 0, traces: [] };
   }
@@ -363,8 +370,8 @@ export class IngestQueue {
       return stored;
     };
     let finished: IngestJobRecord;
+    this.#applying = { jobId, startedAt };
     try {
-      await this.#storage.transaction(() => this.#storage.dbs.jobs.put(jobId, { ...current(), status: "running", startedAt }));
       const prepared = await this.#writer.prepare(
         items.map((item) => ({ entry: item.entry, vector: item.vector === undefined ? undefined : Float32Array.from(item.vector) })),
       );
@@ -424,6 +431,7 @@ export class IngestQueue {
         this.#publish(failed, "ingest.job.failed", { error });
       }
     }
+    this.#applying = undefined;
     for (const resolve of this.#finished.get(jobId) ?? []) resolve();
     this.#finished.delete(jobId);
   }
