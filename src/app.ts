@@ -135,11 +135,21 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host, config);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
-  await index.load();
-  await core.load();
-  readiness.enter("acl_rebuild_in_progress");
-  logger.info({ grants: acl.rebuild() }, "access grants loaded");
-  await index.prewarmSparse(readiness);
+  try {
+    await index.load();
+    await core.load();
+    readiness.enter("acl_rebuild_in_progress");
+    logger.info({ grants: acl.rebuild() }, "access grants loaded");
+    await index.prewarmSparse(readiness);
+  } catch (e: unknown) {
+    // A store this build cannot read (a record of another schema version, a corrupt record) stops start-up; release
+    // the port and the environment so that the caller can report it and exit cleanly.
+    await server.close();
+    index.close();
+    core.close();
+    await storage.close();
+    throw e;
+  }
   readiness.markReady();
   ingest.start();
   runDeletion.start();

@@ -41,6 +41,30 @@ describe("records of another schema version", () => {
     await expect(startTestServer({}, dataDir)).rejects.toThrow("users record alice has schema version 2; this build reads 1 — upgrade Engram");
   });
 
+  it("stop start-up for memory entries, and read entries of the previous version by upgrading them", async () => {
+    const entry = {
+      v: 1, seq: 1, id: "ent_1", owner: 1, runId: "r", agentId: "", userId: "", entryType: "fact", content: "Old but readable.",
+      lessonScope: "", lessonType: "", importance: "medium", metadataJson: "{}", lane: "", occurrenceTime: 1_700_000_000,
+      createdAt: 1_700_000_000_000, supersededBy: "", upsertKey: "", source: "agent", referenceId: "", contentType: "text/plain",
+      envTags: [], derived: false, confidence: 1, termCount: 2,
+    };
+    const future = tempDataDir();
+    await writeRecord(future, DATABASE_NAMES.entries, 1, { ...entry, v: 9 });
+    await expect(startTestServer({}, future)).rejects.toThrow("entries record 1 has schema version 9; this build reads 1 and 2 — upgrade Engram");
+
+    const previous = tempDataDir();
+    await writeRecord(previous, DATABASE_NAMES.entries, 1, entry);
+    const server = await startTestServer({}, previous);
+    started.push(server);
+    const activity = await fetch(`${server.baseUrl}/v2/control/activity`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ run_id: "r", limit: 10 }),
+    });
+    const body = (await activity.json()) as { entries: { content: string; lineage_review: string; source_entry_ids: string[] }[] };
+    expect(body.entries).toEqual([expect.objectContaining({ content: "Old but readable.", lineage_review: "", source_entry_ids: [] })]);
+  });
+
   it("start normally over records of the current version", async () => {
     const dataDir = tempDataDir();
     await writeRecord(dataDir, DATABASE_NAMES.nodes, 42, { ...node, v: 1 });
