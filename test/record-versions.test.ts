@@ -1,7 +1,7 @@
 // Start-up refuses records written by another schema version: a data directory holding a record of a future version
 // (written straight into LMDB, as a newer build would) stops the server with a message naming the record and the fix.
 import path from "node:path";
-import { open } from "lmdb";
+import { open, type Key } from "lmdb";
 import { afterEach, describe, expect, it } from "vitest";
 import { DATABASE_NAMES, SCHEMA_VERSION } from "../src/storage/database.js";
 import { startTestServer, tempDataDir, type TestServer } from "./harness/server.js";
@@ -13,13 +13,12 @@ afterEach(async () => {
 });
 
 /** Opens the data directory's LMDB environment the way the server does, and writes one record into a database. */
-async function writeRecord(dataDir: string, name: string, key: string | number, value: unknown): Promise<void> {
+async function writeRecord(dataDir: string, name: string, key: Key, value: unknown, more: [string, Key, unknown][] = []): Promise<void> {
   const root = open({ path: path.join(dataDir, "lmdb"), noSubdir: false, maxDbs: 64, compression: false });
   const meta = root.openDB<unknown, string>({ name: DATABASE_NAMES.meta });
-  const db = root.openDB<unknown, string | number>({ name });
   await root.transaction(() => {
     if (meta.get("schema_version") === undefined) void meta.put("schema_version", SCHEMA_VERSION);
-    void db.put(key, value);
+    for (const [db, k, v] of [[name, key, value] as [string, Key, unknown], ...more]) void root.openDB<unknown, Key>({ name: db }).put(k, v);
   });
   await root.close();
 }
@@ -53,7 +52,12 @@ describe("records of another schema version", () => {
     await expect(startTestServer({}, future)).rejects.toThrow("entries record 1 has schema version 9; this build reads 1 and 2 — upgrade Engram");
 
     const previous = tempDataDir();
-    await writeRecord(previous, DATABASE_NAMES.entries, 1, entry);
+    // An admin's entry (the admin is user 1) with the run indexes an earlier build wrote beside it.
+    await writeRecord(previous, DATABASE_NAMES.entries, 1, entry, [
+      [DATABASE_NAMES.entriesByOwnerRun, [1, "r", 1], null],
+      [DATABASE_NAMES.entriesByRun, ["r", 1], null],
+      [DATABASE_NAMES.entriesByOwner, [1, 1], null],
+    ]);
     const server = await startTestServer({}, previous);
     started.push(server);
     const activity = await fetch(`${server.baseUrl}/v2/control/activity`, {
