@@ -2,7 +2,7 @@
 // and events carry it.
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { ScratchpadEntrySchema, type ScratchpadEntry } from "../../gen/engram/v2/core_service_pb.js";
-import { openRecord } from "../storage/record-codec.js";
+import { openRecord, type RecordReader } from "../storage/record-codec.js";
 
 /** The record version this build writes and reads. */
 export const SCRATCHPAD_RECORD_VERSION = 1;
@@ -25,18 +25,25 @@ export interface ScratchpadRecord {
   readonly expiresAt: number;
 }
 
-/** `key`: the record's [owner, session_id, seq] key, for messages. */
-export function decodeScratchpadEntry(key: unknown, value: unknown): ScratchpadRecord {
-  const r = openRecord("core_scratchpad", key, value, SCRATCHPAD_RECORD_VERSION);
+/** What an entry holds as its writer gave it: shared by stored entries and writes staged in a core session. */
+export function readScratchpadContent(r: RecordReader): Pick<ScratchpadRecord, "sessionId" | "agentId" | "key" | "content" | "entryJson" | "metadata"> {
   return {
-    v: SCRATCHPAD_RECORD_VERSION,
-    id: r.string("id"),
     sessionId: r.string("sessionId"),
     agentId: r.string("agentId"),
     key: r.string("key"),
     content: r.string("content"),
     entryJson: r.string("entryJson"),
     metadata: r.stringMap("metadata"),
+  };
+}
+
+/** `key`: the record's [owner, session_id, seq] key, for messages. */
+export function decodeScratchpadEntry(key: unknown, value: unknown): ScratchpadRecord {
+  const r = openRecord("core_scratchpad", key, value, SCRATCHPAD_RECORD_VERSION);
+  return {
+    v: SCRATCHPAD_RECORD_VERSION,
+    id: r.string("id"),
+    ...readScratchpadContent(r),
     timestamp: r.number("timestamp"),
     expiresAt: r.number("expiresAt"),
   };

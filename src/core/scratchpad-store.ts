@@ -6,7 +6,7 @@ import type { Principal } from "../auth/principal.js";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
 import { checkVersions, type RecordReader } from "../storage/record-codec.js";
-import { decodeScratchpadEntry, isLive, SCRATCHPAD_RECORD_VERSION, scratchpadIdOf, type ScratchpadRecord } from "./scratchpad-record.js";
+import { decodeScratchpadEntry, isLive, readScratchpadContent, SCRATCHPAD_RECORD_VERSION, scratchpadIdOf, type ScratchpadRecord } from "./scratchpad-record.js";
 
 /** What a writer supplies; the store assigns the id (unless staged earlier), the time and the expiry. */
 export interface ScratchpadWrite {
@@ -22,15 +22,7 @@ export interface ScratchpadWrite {
 
 /** A write as staged inside a core session record. */
 export function readScratchpadWrite(r: RecordReader): ScratchpadWrite {
-  return {
-    sessionId: r.string("sessionId"),
-    agentId: r.string("agentId"),
-    key: r.string("key"),
-    content: r.string("content"),
-    entryJson: r.string("entryJson"),
-    metadata: r.stringMap("metadata"),
-    ttlMs: r.number("ttlMs"),
-  };
+  return { ...readScratchpadContent(r), ttlMs: r.number("ttlMs") };
 }
 
 export interface ScratchpadFilter {

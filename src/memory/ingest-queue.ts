@@ -17,7 +17,8 @@ import type { BackgroundGate } from "../platform/background-gate.js";
 /** Unfinished jobs one owner may have queued at once; beyond it ingest answers resource_exhausted (429). */
 export const MAX_QUEUED_JOBS_PER_OWNER = 1000;
 
-export type JobStatus = "queued" | "running" | "completed" | "failed";
+export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** One validated item of a job, ready to store. */
 export interface JobItem {
@@ -61,7 +62,6 @@ export interface IngestJobRecord {
   readonly traces: readonly JobTrace[];
 }
 
-const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const satisfies readonly JobStatus[];
 const JOB_RECORD_VERSION = 1;
 
 /** Checks a job record read from LMDB against its schema (see record-codec). */
@@ -154,7 +154,7 @@ export class IngestQueue {
   #running: Promise<void> | undefined;
   #stopped = false;
   /** Test-only: holds the worker between jobs. */
-  readonly gate: BackgroundGate;
+  readonly #gate: BackgroundGate;
   /** Owner whose job the worker applied last: the next turn goes to the owner after it. */
   #lastOwner: number | undefined;
   /**
@@ -171,7 +171,7 @@ export class IngestQueue {
   readonly #finished = new Map<string, (() => void)[]>();
 
   constructor(storage: Storage, entries: EntryStore, writer: EntryWriter, events: EventBus, metrics: Metrics, logger: Logger, gate: BackgroundGate) {
-    this.gate = gate;
+    this.#gate = gate;
     this.#storage = storage;
     this.#entries = entries;
     this.#writer = writer;
@@ -235,7 +235,7 @@ export class IngestQueue {
       }
       const jobSeq = nextSequence(dbs.meta, "job");
       const job: IngestJobRecord = {
-        v: 1,
+        v: JOB_RECORD_VERSION,
         jobId: `job_${jobSeq.toString(36)}`,
         jobSeq,
         owner,
@@ -303,7 +303,7 @@ export class IngestQueue {
 
   async #drain(): Promise<void> {
     while (!this.#stopped) {
-      await this.gate.pass();
+      await this.#gate.pass();
       const next = this.#nextJob();
       if (next === undefined) return;
       this.#lastOwner = next.owner;
@@ -344,8 +344,7 @@ export class IngestQueue {
       const job = this.#read(jobId);
       dbs.jobs.remove(jobId);
       dbs.jobItems.remove(jobId);
-      dbs.jobQueue.remove(jobSeq);
-      dbs.jobQueueByOwner.remove([owner, jobSeq]);
+      this.#dequeue(jobSeq, owner);
       dbs.jobsByRun.remove(key);
       if (job !== undefined && job.idempotencyKey !== "") dbs.jobIdempotency.remove([owner, runId, job.idempotencyKey]);
     }

@@ -80,9 +80,7 @@ export class MemoryIndex {
   /** Forgets a committed deletion: nothing of the entry remains searchable. */
   unindex(seq: number, termFreqs: ReadonlyMap<string, number>): void {
     this.catalog.remove(seq);
-    this.sparse.remove(seq, termFreqs);
-    this.dense.remove(seq);
-    this.dense.generation = this.#entries.vectorGeneration();
+    this.forgetHidden(seq, termFreqs);
     this.dense.saveSoon();
   }
 

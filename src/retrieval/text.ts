@@ -12,8 +12,9 @@ export function words(text: string): string[] {
 }
 
 /**
- * Words longer than this many characters are indexed by a prefix and a hash of the whole word: a term is part of an
- * LMDB key, which may not exceed 1,978 bytes, and no real word is this long (a base64 blob or a minified line is).
+ * Words longer than this many characters are indexed by a prefix and a hash of the whole word: no real word is this
+ * long (a base64 blob or a minified line is), and bounded terms keep an entry's stored term record and the in-memory
+ * posting keys small (earlier builds stored each term in an LMDB key, which may not exceed 1,978 bytes).
  */
 export const MAX_TERM_CHARS = 64;
 

@@ -240,7 +240,7 @@ export class EntryStore {
   }
 
   /**
-   * Hides every entry the owner has in the run now, at once, and leaves their removal to `purgeTombstoned`. Call
+   * Hides every entry the owner has in the run now, at once, and leaves their removal to the purge. Call
    * inside a write transaction, then `tombstoneCommitted` once it is durable. Returns the highest seq it covers, or
    * undefined when the owner has no entry in the run.
    */
@@ -290,7 +290,7 @@ export class EntryStore {
     this.#tombstones.delete(tombstoneKey(owner, runId));
   }
 
-  isTombstoned(record: Pick<EntryRecord, "owner" | "runId" | "seq">): boolean {
+  #isTombstoned(record: Pick<EntryRecord, "owner" | "runId" | "seq">): boolean {
     if (this.#tombstones.size === 0) return false;
     const maxSeq = this.#tombstones.get(tombstoneKey(record.owner, record.runId));
     return maxSeq !== undefined && record.seq <= maxSeq;
@@ -299,7 +299,7 @@ export class EntryStore {
   /** The entry with this seq, unless deleted. Seqs come from scoped indexes; lookups by id go through `find`. */
   get(seq: number): EntryRecord | undefined {
     const record = this.#read(seq);
-    return record === undefined || this.isTombstoned(record) ? undefined : record;
+    return record === undefined || this.#isTombstoned(record) ? undefined : record;
   }
 
   /** The entry with this id (or reference id), when the reader may see it; undefined otherwise, whoever owns it. */
@@ -323,7 +323,7 @@ export class EntryStore {
   *all(): Generator<EntryRecord> {
     for (const { key, value } of this.#storage.dbs.entries.getRange()) {
       const record = decodeEntry(value, key);
-      if (!this.isTombstoned(record)) yield record;
+      if (!this.#isTombstoned(record)) yield record;
     }
   }
 
@@ -355,6 +355,8 @@ export class EntryStore {
    * time (call until it returns 0; each call is one transaction). Returns how many postings it moved.
    */
   async migrateLegacyPostings(limit: number): Promise<number> {
+    // Stores written by this build have none: start-up then spends no write transaction here.
+    if ([...this.#storage.dbs.postings.getKeys({ limit: 1 })].length === 0) return 0;
     return this.#storage.transaction(() => {
       const { dbs } = this.#storage;
       const byEntry = new Map<number, Map<string, number>>();
@@ -372,7 +374,7 @@ export class EntryStore {
     });
   }
 
-  /** Up to `limit` stored entries with a seq above `afterSeq`, in write order, read at once (see postingsPage). */
+  /** Up to `limit` stored entries with a seq above `afterSeq`, in write order, read at once (see termsPage). */
   entriesPage(afterSeq: number, limit: number): EntryRecord[] {
     const page: EntryRecord[] = [];
     for (const { key, value } of this.#storage.dbs.entries.getRange({ start: afterSeq, exclusiveStart: true, limit })) page.push(decodeEntry(value, key));

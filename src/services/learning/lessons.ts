@@ -3,7 +3,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { LearningService } from "../../../gen/engram/v2/learning_service_pb.js";
 import { callerOf, isAdmin, type Principal } from "../../auth/principal.js";
-import { invalidArgument, notFound } from "../../platform/errors.js";
+import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import type { EntryChanges } from "../../memory/entry-changes.js";
 import { IMPORTANCE_LEVELS, LESSON_SCOPES, VALIDATION_STATUSES, type CanRead, type EntryPatch, type EntryStore } from "../../storage/entry-store.js";
 import { lessonEntryOf, lessonFieldName } from "../../learning/lesson-view.js";
@@ -24,7 +24,7 @@ function ownLesson(caller: Principal): CanRead {
 export function lessonHandlers(deps: LessonDeps): Handlers {
   const find = (caller: Principal, lessonId: string) => {
     const lesson = deps.entries.find(required("lesson_id", lessonId), ownLesson(caller));
-    if (lesson === undefined) throw notFound(`lesson "${lessonId}"`);
+    if (lesson === undefined) throw notFound(`lesson ${quoted(lessonId)}`);
     return lesson;
   };
   return {
@@ -46,7 +46,7 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
       }
       const by = { reason: bounded("reason", req.reason), agentId: bounded("agent_id", req.agentId) };
       const updated = await deps.changes.update(lesson.seq, patch, by);
-      if (updated === undefined) throw notFound(`lesson "${req.lessonId}"`);
+      if (updated === undefined) throw notFound(`lesson ${quoted(req.lessonId)}`);
       return { success: true, lesson: lessonEntryOf(updated.after), changedFields: updated.changed.map(lessonFieldName) };
     },
 
@@ -54,7 +54,7 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
       const caller = callerOf(ctx);
       const lesson = find(caller, req.lessonId);
       const deleted = await deps.changes.delete(lesson.seq, { reason: "", agentId: "" });
-      if (deleted === undefined) throw notFound(`lesson "${req.lessonId}"`);
+      if (deleted === undefined) throw notFound(`lesson ${quoted(req.lessonId)}`);
       return { success: true };
     },
   };
