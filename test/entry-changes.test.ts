@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
-import { callerFor, restCaller, type Caller, type JsonObject } from "./harness/callers.js";
+import { callerFor, grpcStream, restCaller, type Caller, type JsonObject } from "./harness/callers.js";
 import { RPC, evidenceOf, idsOf, ingestAndWait, ok } from "./harness/memory.js";
 
 const LESSONS = {
@@ -264,3 +264,46 @@ describe("delete_run", () => {
     expect(await activityContents(alice, "jobs-run")).toEqual([]);
   });
 });
+
+describe("events of changes", () => {
+  it("reach the owner's stream (lesson.updated, lesson.deleted, run.deleted) and never another user's", async () => {
+    const streams = new Map<string, JsonObject[]>();
+    const wakers: (() => void)[] = [];
+    const cancels: (() => void)[] = [];
+    for (const [name, key] of [["alice", alice], ["bob", bob]] as const) {
+      const received: JsonObject[] = [];
+      streams.set(name, received);
+      const stream = grpcStream(server.port, "engram.v2.EventsService/Subscribe", {}, key);
+      stream.on("data", (event: JsonObject) => {
+        received.push(event);
+        for (const wake of wakers.splice(0)) wake();
+      });
+      stream.on("error", () => undefined);
+      cancels.push(() => stream.cancel());
+    }
+    const until = async (name: string, match: (e: JsonObject) => boolean): Promise<void> => {
+      while (!(streams.get(name) ?? []).some(match)) await new Promise<void>((resolve) => wakers.push(resolve));
+    };
+    try {
+      await until("alice", (e) => e["type"] === "subscribed");
+      await until("bob", (e) => e["type"] === "subscribed");
+      const [lessonId] = await ingestAndWait(rest, alice, "evented", [{ text: "Cache the dependency tarballs.", entry_type: "lesson" }]);
+      await ok(rest, LESSONS.update, { lesson_id: lessonId!, confidence: 0.5, reason: "checked" }, alice);
+      await ok(rest, LESSONS.delete, { lesson_id: lessonId! }, alice);
+      await ingestAndWait(rest, alice, "evented", [{ text: "Another note." }]);
+      await ok(rest, DELETE_RUN, { run_id: "evented" }, alice);
+      await until("alice", (e) => e["type"] === "run.deleted");
+      const aliceTypes = (streams.get("alice") ?? []).map((e) => e["type"]);
+      expect(aliceTypes).toEqual(expect.arrayContaining(["lesson.updated", "lesson.deleted", "run.deleted"]));
+      const updated = (streams.get("alice") ?? []).find((e) => e["type"] === "lesson.updated") as JsonObject;
+      expect(JSON.parse(String(updated["payload"]))).toMatchObject({ entry_id: lessonId, changed_fields: ["confidence"], reason: "checked" });
+      // Bob's own marker arrives after everything above was published: his stream holds none of Alice's events.
+      await ok(rest, RPC.remember, { session_id: "bob-marker", content: "marker" }, bob);
+      await until("bob", (e) => e["run_id"] === "bob-marker");
+      expect((streams.get("bob") ?? []).filter((e) => e["type"] !== "subscribed").every((e) => e["run_id"] === "bob-marker")).toBe(true);
+    } finally {
+      for (const cancel of cancels) cancel();
+    }
+  });
+});
+
