@@ -29,7 +29,7 @@ import { listenOnePort } from "./transport/one-port-server.js";
 import { healthService } from "./services/health/health-service.js";
 import { authService } from "./services/auth/auth-service.js";
 import { memoryService } from "./services/memory/memory-service.js";
-import { reflectionService } from "./services/reflection/reflection-service.js";
+import { serverReflectionService } from "./services/server-reflection/server-reflection-service.js";
 import { eventsService } from "./services/events/events-service.js";
 import { coreService, type CoreHandlers } from "./services/core/core-service.js";
 import { aclHandlers } from "./services/core/acl.js";
@@ -129,7 +129,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
   const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, ...PLANNED_SERVICES];
-  router.service(ServerReflection, reflectionService(served));
+  router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
   const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host, config);

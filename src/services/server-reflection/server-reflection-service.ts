@@ -24,7 +24,7 @@ function withDependencies(file: DescFile, seen = new Set<string>()): DescFile[] 
   return [...file.dependencies.flatMap((dep) => withDependencies(dep, seen)), file];
 }
 
-export function reflectionService(services: readonly DescService[]): Partial<ServiceImpl<typeof ServerReflection>> {
+export function serverReflectionService(services: readonly DescService[]): Partial<ServiceImpl<typeof ServerReflection>> {
   const served = [...services, ServerReflection];
   const files = new Map<string, DescFile>();
   const fileOfSymbol = new Map<string, DescFile>();
