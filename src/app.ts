@@ -52,7 +52,13 @@ import { runsService } from "./services/runs/runs-service.js";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { PLANNED_SERVICES } from "./services/planned.js";
 import { LearningService } from "../gen/engram/v2/learning_service_pb.js";
-import { lessonHandlers } from "./services/learning/lessons.js";
+import { learningService } from "./services/learning/learning-service.js";
+import { LearningChanges } from "./learning/learning-changes.js";
+import { OutcomeStore } from "./learning/outcome-store.js";
+import { Outcomes } from "./learning/outcomes.js";
+import { Reflector } from "./learning/reflection.js";
+import { BuiltinExtractor } from "./learning/extraction/builtin-extractor.js";
+import { LlmExtractor } from "./learning/extraction/llm-extractor.js";
 import { EntryChanges } from "./memory/entry-changes.js";
 import { RunDeletion } from "./memory/run-deletion.js";
 
@@ -112,8 +118,22 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
   const changes = new EntryChanges(storage, entries, index, events);
-  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background);
-  router.service(LearningService, lessonHandlers({ entries, changes }));
+  const learning = new LearningChanges(entries, index, events);
+  const outcomeStore = new OutcomeStore(storage);
+  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore);
+  const builtinExtractor = new BuiltinExtractor();
+  const reflector = new Reflector({
+    storage,
+    entries,
+    outcomes: outcomeStore,
+    index,
+    writer,
+    changes: learning,
+    events,
+    extractor: llm === undefined ? builtinExtractor : new LlmExtractor(llm, builtinExtractor, { timeoutMs: config.llm?.timeoutMs ?? 10_000 }),
+  });
+  const outcomes = new Outcomes({ storage, entries, catalog: index.catalog, store: outcomeStore, changes: learning, events });
+  router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore }));
   router.service(EventsService, eventsService(events));
   const coreEvents = new CoreEventBus();
   const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);

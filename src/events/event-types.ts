@@ -11,6 +11,7 @@ export const CONTROL_EVENT_TYPES: readonly string[] = [
   "lesson.updated",
   "lesson.deleted",
   "lesson.promotion.proposed",
+  "lesson.promotion.changed",
   "lesson.promotion.resolved",
   "reflection.completed",
   "outcome.recorded",

@@ -3,6 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LessonEntrySchema } from "../../gen/engram/v2/learning_service_pb.js";
 import type { EntryRecord } from "../storage/entry-store.js";
 import { isStaleRecord } from "../storage/entry-record.js";
+import { lessonTypeOf, scopeOf } from "./lesson-listing.js";
 
 type LessonEntryInit = MessageInitShape<typeof LessonEntrySchema>;
 
@@ -15,8 +16,8 @@ export function lessonEntryOf(record: EntryRecord): LessonEntryInit {
     id: record.id,
     lessonId: record.id,
     content: record.content,
-    lessonType: record.lessonType,
-    scope: record.lessonScope,
+    lessonType: lessonTypeOf(record),
+    scope: scopeOf(record),
     importance: record.importance,
     conditions: Array.isArray(conditions) ? conditions.filter((c): c is string => typeof c === "string") : [],
     rationale: typeof metadata["rationale"] === "string" ? metadata["rationale"] : "",
@@ -26,6 +27,13 @@ export function lessonEntryOf(record: EntryRecord): LessonEntryInit {
     validationStatus: record.validationStatus,
     stale: isStaleRecord(record),
     confidence: record.confidence,
+    promotionState: record.learning.promotionState,
+    promotionTargetScope: record.learning.promotionTargetScope,
+    reinforcementCount: record.learning.reinforcementCount,
+    verifiedInProduction: record.learning.verifiedInProduction,
+    promotionRefused: record.learning.promotionRefused,
+    sourceEntryIds: [...record.sourceIds],
+    lineageReview: record.lineageReview,
     agentId: record.agentId,
     userId: record.userId,
     createdAt: new Date(record.createdAt).toISOString(),

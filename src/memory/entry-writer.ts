@@ -65,7 +65,7 @@ export class EntryWriter {
           payload: JSON.stringify({ entry_id: superseded.id, superseded_by: record.id }),
         });
       }
-      if (record.entryType === "lesson") {
+      if (record.entryType === "lesson" || record.entryType === "rule") {
         this.#events.publish({
           type: "lesson.created",
           owner: record.owner,

@@ -1,5 +1,5 @@
-// Memory quality over the newest entries of a scope: counts, staleness, section health, low-confidence lessons and
-// contradicting lesson pairs. Both the inspection walk and the pairwise contradiction search run in time slices
+// Memory quality over the newest entries of a scope: counts, staleness, section health, low-confidence lessons,
+// contradicting lesson and rule pairs, pending promotions, quarantined and stale lessons. Both the inspection walk and the pairwise contradiction search run in time slices
 // (see scan.ts), so a large scope never holds the event loop for more than a couple of milliseconds at a time.
 import { CONTEXT_SECTIONS, sectionOf, type ContextSectionName } from "../retrieval/context/assemble-context.js";
 import { isStaleRecord, type EntryRecord, type EntryStore } from "../storage/entry-store.js";
@@ -50,6 +50,12 @@ export interface HealthReport {
   /** Current lessons below the confidence line, lowest first. */
   readonly lowConfidence: EntryRecord[];
   readonly contradictions: Contradiction[];
+  /** Lessons and rules with a pending promotion (`proposed` or `auditioning`), newest first. */
+  readonly promotionCandidates: EntryRecord[];
+  /** Quarantined lessons and rules, newest first. */
+  readonly quarantined: EntryRecord[];
+  /** Stale lessons and rules (superseded or marked stale), newest first. */
+  readonly staleLessons: EntryRecord[];
 }
 
 /** Lesson vectors are compared through the index; the query side comes from the store, read once per lesson. */
@@ -125,7 +131,8 @@ export async function assessHealth(entries: EntryStore, vectors: LessonVectors, 
     counts[entry.entryType] = (counts[entry.entryType] ?? 0) + 1;
     if (isStale(entry)) stale++;
   }
-  const lessons = inspected.filter((e) => e.entryType === "lesson" && !isStaleRecord(e));
+  const knowledge = inspected.filter((e) => e.entryType === "lesson" || e.entryType === "rule");
+  const lessons = knowledge.filter((e) => !isStaleRecord(e) && e.learning.promotionState !== "quarantined");
   return {
     inspected: inspected.length,
     counts,
@@ -134,5 +141,8 @@ export async function assessHealth(entries: EntryStore, vectors: LessonVectors, 
     lowConfidence: lessons.filter((l) => l.confidence < LOW_CONFIDENCE).sort((a, b) => a.confidence - b.confidence),
     // `inspected` is newest first, so this keeps the newest lessons.
     contradictions: await contradictions(lessons.slice(0, MAX_COMPARED_LESSONS), vectors, slicer),
+    promotionCandidates: knowledge.filter((e) => e.learning.promotionState === "proposed" || e.learning.promotionState === "auditioning"),
+    quarantined: knowledge.filter((e) => e.learning.promotionState === "quarantined"),
+    staleLessons: knowledge.filter(isStaleRecord),
   };
 }

@@ -1,6 +1,7 @@
 // Deleting a run: one small transaction hides all of the owner's entries in it at once (a tombstone) and drops its
-// ingest jobs, so the deletion is visible to the very next request and survives a crash; a background purge then
-// removes the entries, their postings, vectors and lineage links in bounded slices, resuming after a restart.
+// ingest jobs, so the deletion is visible to the very next request and survives a crash; the run's outcomes and step
+// outcomes are removed before the call answers (in bounded slices); a background purge then removes the entries,
+// their postings, vectors and lineage links in bounded slices, resuming after a restart.
 import type { Logger } from "../platform/logger.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
@@ -8,15 +9,20 @@ import type { EntryStore } from "../storage/entry-store.js";
 import type { IngestQueue } from "./ingest-queue.js";
 import type { MemoryIndex } from "./memory-index.js";
 import type { BackgroundGate } from "../platform/background-gate.js";
+import type { OutcomeStore } from "../learning/outcome-store.js";
 
 /** Entries removed per purge transaction: small enough that one slice never holds the event loop for long. */
 const PURGE_SLICE = 200;
+/** Outcomes removed per transaction while a deletion is answered: most runs' all, with the tombstone. */
+const OUTCOME_SLICE = 5_000;
 
 export interface RunDeletionResult {
   /** Whether the run held anything of the owner's. */
   readonly deleted: boolean;
   readonly entries: number;
   readonly jobs: number;
+  /** Outcomes and step outcomes removed. */
+  readonly outcomes: number;
 }
 
 export class RunDeletion {
@@ -30,9 +36,11 @@ export class RunDeletion {
   #stopped = false;
 
   readonly #gate: BackgroundGate;
+  readonly #outcomes: OutcomeStore;
 
-  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, ingest: IngestQueue, events: EventBus, logger: Logger, gate: BackgroundGate) {
+  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, ingest: IngestQueue, events: EventBus, logger: Logger, gate: BackgroundGate, outcomes: OutcomeStore) {
     this.#gate = gate;
+    this.#outcomes = outcomes;
     this.#storage = storage;
     this.#entries = entries;
     this.#index = index;
@@ -43,9 +51,10 @@ export class RunDeletion {
 
   /** Deletes everything the owner stored in the run's memory; durable and invisible to every read when it resolves. */
   async deleteRun(owner: number, runId: string): Promise<RunDeletionResult> {
-    const { maxSeq, jobs } = await this.#storage.transaction(() => ({
+    const { maxSeq, jobs, outcomes: firstOutcomes } = await this.#storage.transaction(() => ({
       maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
       jobs: this.#ingest.forgetRunInTransaction(owner, runId),
+      outcomes: this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE),
     }));
     let entries = 0;
     if (maxSeq !== undefined) {
@@ -53,11 +62,16 @@ export class RunDeletion {
       entries = this.#index.hideRun(owner, runId, maxSeq);
       this.start();
     }
-    const deleted = maxSeq !== undefined || jobs > 0;
-    if (deleted) {
-      this.#events.publish({ type: "run.deleted", owner, runId, agentId: "", payload: JSON.stringify({ run_id: runId, entries, jobs }) });
+    // A run with more outcomes than one slice: the rest go in further slices before the call answers.
+    let outcomes = firstOutcomes;
+    for (let removed = firstOutcomes; removed >= OUTCOME_SLICE; outcomes += removed) {
+      removed = await this.#storage.transaction(() => this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE));
     }
-    return { deleted, entries, jobs };
+    const deleted = maxSeq !== undefined || jobs > 0 || outcomes > 0;
+    if (deleted) {
+      this.#events.publish({ type: "run.deleted", owner, runId, agentId: "", payload: JSON.stringify({ run_id: runId, entries, jobs, outcomes }) });
+    }
+    return { deleted, entries, jobs, outcomes };
   }
 
   /** Starts (or resumes, after a restart) purging deleted runs in the background. */

@@ -7,6 +7,17 @@ const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
 const FLAG_GLOBAL_LESSON = 4;
 const FLAG_DERIVED = 8;
+/** A lesson or rule that must not surface as guidance: quarantined or invalidated. Never a retrieval candidate. */
+const FLAG_WITHHELD = 16;
+/** A lesson auditioning for a wider scope: a candidate in the owner's other runs, at reduced weight there. */
+const FLAG_AUDITIONING = 32;
+const FLAG_VERIFIED = 64;
+const FLAG_VALIDATED = 128;
+
+/** Ranking weight of what outcomes taught: confidence, reinforcement and production use; 1 for an untouched entry. */
+export function learnedWeight(confidence: number, reinforcementCount: number, verified: boolean): number {
+  return ((0.5 + confidence) / 1.5) * (1 + 0.05 * Math.min(reinforcementCount, 10)) * (verified ? 1.25 : 1);
+}
 
 /** Interns strings as small integers so per-entry metadata fits in typed arrays. */
 class Interner {
@@ -80,7 +91,7 @@ function lowerBound(list: readonly number[], value: number): number {
   return lo;
 }
 
-function grow<T extends Int32Array | Float64Array | Uint8Array>(array: T, size: number, make: (n: number) => T): T {
+function grow<T extends Int32Array | Float64Array | Float32Array | Uint8Array>(array: T, size: number, make: (n: number) => T): T {
   if (size <= array.length) return array;
   const next = make(Math.max(size, array.length * 2));
   next.set(array);
@@ -146,6 +157,8 @@ export class Catalog {
   #created = new Float64Array(1024);
   #termCount = new Int32Array(1024);
   #author = new Int32Array(1024);
+  /** What outcomes taught, as one ranking weight (see learnedWeight). */
+  #learned = new Float32Array(1024);
   readonly #strings = new Interner();
   /** Lowercase author names: an entry's speaker label ("Name: …") or else its agent id. Ids only; who has which is below. */
   readonly #authors = new Interner();
@@ -155,8 +168,10 @@ export class Catalog {
   readonly #byScope = new Map<string, number[]>();
   /** `${owner}/${run}` and `*\/${run}` → seqs of the run's rules and lessons, ascending. */
   readonly #knowledge = new Map<string, number[]>();
-  /** owner → seqs of global lessons. */
+  /** owner → seqs of lessons and rules recalled beyond their run: global ones and auditioning ones. */
   readonly #globalLessons = new Map<number, number[]>();
+  /** owner → seqs of every lesson and rule, whatever its scope: what the validation gate compares against. */
+  readonly #lessonsByOwner = new Map<number, number[]>();
   /** run → owner → how many entries the owner has in the run: the owners an admin's read of a run spans. */
   readonly #runOwners = new Map<string, Map<number, number>>();
   /** owner → entries and their summed term counts. */
@@ -166,7 +181,7 @@ export class Catalog {
 
   /** Bytes allocated for the per-entry columns (spare capacity included): storage statistics. */
   get memoryBytes(): number {
-    const columns = [this.#owner, this.#run, this.#user, this.#lane, this.#type, this.#importance, this.#flags, this.#occurrence, this.#created, this.#termCount, this.#author];
+    const columns = [this.#owner, this.#run, this.#user, this.#lane, this.#type, this.#importance, this.#flags, this.#occurrence, this.#created, this.#termCount, this.#author, this.#learned];
     return columns.reduce((sum, column) => sum + column.byteLength, 0);
   }
 
@@ -200,6 +215,7 @@ export class Catalog {
     this.#created = grow(this.#created, size, (n) => new Float64Array(n));
     this.#termCount = grow(this.#termCount, size, (n) => new Int32Array(n));
     this.#author = grow(this.#author, size, (n) => new Int32Array(n));
+    this.#learned = grow(this.#learned, size, (n) => new Float32Array(n));
     if ((this.#flags[seq] as number) & FLAG_PRESENT) return;
     const owner = record.owner;
     this.#owner[seq] = owner;
@@ -213,17 +229,27 @@ export class Catalog {
     this.#termCount[seq] = record.termCount;
     const author = this.#authors.id(authorOf(record));
     this.#author[seq] = author;
-    const globalLesson = record.entryType === "lesson" && record.lessonScope === "global";
+    const knowledge = record.entryType === "rule" || record.entryType === "lesson";
+    const learning = record.learning;
+    const withheld = knowledge && (learning.promotionState === "quarantined" || record.validationStatus === "invalidated");
+    const auditioning = knowledge && !withheld && learning.promotionState === "auditioning" && record.lessonScope !== "global";
+    const globalLesson = knowledge && !withheld && (record.lessonScope === "global" || auditioning);
+    this.#learned[seq] = learnedWeight(record.confidence, learning.reinforcementCount, learning.verifiedInProduction);
     this.#flags[seq] =
       FLAG_PRESENT |
       (isStaleRecord(record) ? FLAG_STALE : 0) |
       (globalLesson ? FLAG_GLOBAL_LESSON : 0) |
-      (record.derived ? FLAG_DERIVED : 0);
+      (record.derived ? FLAG_DERIVED : 0) |
+      (withheld ? FLAG_WITHHELD : 0) |
+      (auditioning ? FLAG_AUDITIONING : 0) |
+      (learning.verifiedInProduction ? FLAG_VERIFIED : 0) |
+      (record.validationStatus === "validated" ? FLAG_VALIDATED : 0);
     insertSorted(this.#byScope, `${owner}/${record.runId}`, seq);
     insertSorted(this.#byScope, `*/${record.runId}`, seq);
-    if (record.entryType === "rule" || record.entryType === "lesson") {
+    if (knowledge) {
       insertSorted(this.#knowledge, `${owner}/${record.runId}`, seq);
       insertSorted(this.#knowledge, `*/${record.runId}`, seq);
+      insertSorted(this.#lessonsByOwner, owner, seq);
     }
     if (globalLesson) insertSorted(this.#globalLessons, owner, seq);
     let authors = this.#authorCounts.get(owner);
@@ -252,6 +278,7 @@ export class Catalog {
     if (removed.knowledge) {
       removeSorted(this.#knowledge, `${removed.owner}/${removed.runId}`, seq);
       removeSorted(this.#knowledge, `*/${removed.runId}`, seq);
+      removeSorted(this.#lessonsByOwner, removed.owner, seq);
     }
     if (removed.globalLesson) removeSorted(this.#globalLessons, removed.owner, seq);
   }
@@ -261,11 +288,15 @@ export class Catalog {
     const scopeKeys = new Set<string>();
     const knowledgeKeys = new Set<string>();
     const lessonOwners = new Set<number>();
+    const knowledgeOwners = new Set<number>();
     for (const seq of seqs) {
       const removed = this.#detach(seq);
       if (removed === undefined) continue;
       scopeKeys.add(`${removed.owner}/${removed.runId}`).add(`*/${removed.runId}`);
-      if (removed.knowledge) knowledgeKeys.add(`${removed.owner}/${removed.runId}`).add(`*/${removed.runId}`);
+      if (removed.knowledge) {
+        knowledgeKeys.add(`${removed.owner}/${removed.runId}`).add(`*/${removed.runId}`);
+        knowledgeOwners.add(removed.owner);
+      }
       if (removed.globalLesson) lessonOwners.add(removed.owner);
     }
     // Detached entries are no longer present, so keeping the present ones drops exactly them.
@@ -279,6 +310,7 @@ export class Catalog {
     keep(this.#byScope, scopeKeys);
     keep(this.#knowledge, knowledgeKeys);
     keep(this.#globalLessons, lessonOwners);
+    keep(this.#lessonsByOwner, knowledgeOwners);
   }
 
   /**
@@ -333,6 +365,29 @@ export class Catalog {
 
   isGlobalLesson(seq: number): boolean {
     return ((this.#flags[seq] as number) & FLAG_GLOBAL_LESSON) !== 0;
+  }
+
+  /** A quarantined or invalidated lesson or rule: never guidance. */
+  isWithheld(seq: number): boolean {
+    return ((this.#flags[seq] as number) & FLAG_WITHHELD) !== 0;
+  }
+
+  isAuditioning(seq: number): boolean {
+    return ((this.#flags[seq] as number) & FLAG_AUDITIONING) !== 0;
+  }
+
+  isValidated(seq: number): boolean {
+    return ((this.#flags[seq] as number) & FLAG_VALIDATED) !== 0;
+  }
+
+  /** Ranking weight from outcomes (see learnedWeight). */
+  learnedWeight(seq: number): number {
+    return this.#learned[seq] as number;
+  }
+
+  /** The run an entry was written in. */
+  runOf(seq: number): string {
+    return this.#strings.value(this.#run[seq] as number);
   }
 
   entryType(seq: number): EntryType {
@@ -390,9 +445,14 @@ export class Catalog {
     return this.#knowledge.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
   }
 
-  /** Seqs of an owner's global lessons. Ascending. */
+  /** Seqs of an owner's lessons and rules recalled beyond their run (global or auditioning). Ascending. */
   globalLessonSeqs(owner: number): readonly number[] {
     return this.#globalLessons.get(owner) ?? [];
+  }
+
+  /** Seqs of every lesson and rule of an owner, withheld ones included. Ascending. */
+  lessonSeqs(owner: number): readonly number[] {
+    return this.#lessonsByOwner.get(owner) ?? [];
   }
 
   /**
@@ -411,7 +471,7 @@ export class Catalog {
       const { owner, run } = only;
       return (seq) => {
         const flags = this.#flags[seq] as number;
-        if ((flags & FLAG_PRESENT) === 0) return false;
+        if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT) return false;
         const entryOwner = this.#owner[seq] as number;
         if (entryOwner === owner && this.#run[seq] === run) return true;
         return globalLessonOwner !== undefined && entryOwner === globalLessonOwner && (flags & FLAG_GLOBAL_LESSON) !== 0;
@@ -419,7 +479,7 @@ export class Catalog {
     }
     return (seq) => {
       const flags = this.#flags[seq] as number;
-      if ((flags & FLAG_PRESENT) === 0) return false;
+      if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT) return false;
       const entryOwner = this.#owner[seq] as number;
       if (globalLessonOwner !== undefined && (flags & FLAG_GLOBAL_LESSON) !== 0 && entryOwner === globalLessonOwner) return true;
       const run = this.#run[seq] as number;

@@ -6,7 +6,7 @@ import { isUnfiltered, type Catalog, type EntryFilter, type RunScope } from "./c
 import type { SparseIndex } from "./sparse-index.js";
 import type { VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
-import { modeOf, type Hit, type ScoreParts, type ToHit } from "./ranking/hit.js";
+import { modeOf, type Hit, type Scored, type ScoreParts, type ToHit } from "./ranking/hit.js";
 import { candidateLists, ownerScopes } from "./ranking/owner-scope.js";
 import { lexicalCandidates } from "./ranking/lexical-stage.js";
 import { fuse, smoothNeighbours } from "./ranking/fusion.js";
@@ -96,6 +96,8 @@ export class SearchEngine {
       namesAuthorOf: (seq) => lexicalStage.readingOf(catalog.ownerOf(seq)).authors.has(catalog.authorOf(seq)),
     });
     smoothNeighbours(scores, scopes.flatMap((scope) => scope.runs), accept, tuning.neighbourShare);
+    const scopedRuns = new Set(req.scopes.map((scope) => scope.runId));
+    penaliseAuditions(catalog, scores, scopedRuns, tuning.auditionPenalty);
 
     // Second phase: named references first, the ranked hits, then rules and lessons overlaid.
     const ranked = [...scores].sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
@@ -124,7 +126,7 @@ export class SearchEngine {
         taken.add(seq);
       }
     }
-    overlayKnowledge(catalog, hits, taken, scopes.flatMap((scope) => scope.knowledge), accept, scores, req.limit, toHit);
+    overlayKnowledge(catalog, hits, taken, scopes.flatMap((scope) => scope.knowledge), accept, scores, req.limit, toHit, (seq) => scopedRuns.has(catalog.runOf(seq)));
     return {
       hits,
       candidatesConsidered: candidates.size,
@@ -140,6 +142,13 @@ export class SearchEngine {
     if (isUnfiltered(req.filter) && req.includeWorkingMemory) return inScope;
     const passes = catalog.matcher(req.filter);
     return (seq) => inScope(seq) && passes(seq) && (req.includeWorkingMemory || catalog.entryType(seq) !== "working_memory");
+  }
+}
+
+/** A lesson auditioning for a wider scope counts for less outside the run it was learned in. */
+function penaliseAuditions(catalog: Catalog, scores: Map<number, Scored>, scopedRuns: ReadonlySet<string>, penalty: number): void {
+  for (const [seq, scored] of scores) {
+    if (catalog.isAuditioning(seq) && !scopedRuns.has(catalog.runOf(seq))) scores.set(seq, { ...scored, score: scored.score * penalty });
   }
 }
 

@@ -70,6 +70,12 @@ export interface Databases {
   readonly derivations: LmdbDatabase<null, Key>;
   /** [owner, run_id] → highest entry seq covered: deleted runs whose entries are still being purged */
   readonly runTombstones: LmdbDatabase<number, Key>;
+  /** [owner, run_id, outcome_seq] → run-level outcome record */
+  readonly outcomes: LmdbDatabase<unknown, Key>;
+  /** [owner, idempotency_key] → the outcome the key applied */
+  readonly outcomeKeys: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, step_id] → step outcome record */
+  readonly stepOutcomes: LmdbDatabase<unknown, Key>;
 }
 
 /** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
@@ -101,6 +107,9 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   grants: "acl_grants",
   derivations: "entry_derivations",
   runTombstones: "run_tombstones",
+  outcomes: "learning_outcomes",
+  outcomeKeys: "learning_outcome_keys",
+  stepOutcomes: "learning_step_outcomes",
 };
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);

@@ -1,6 +1,6 @@
 // The memory entry record: its vocabularies (defined once, everything else derives from them), its shape, and the
 // decoder every read from LMDB goes through (schema version checked, older versions upgraded, nothing cast).
-import { openRecord } from "./record-codec.js";
+import { openRecord, type RecordReader } from "./record-codec.js";
 
 export const ENTRY_TYPES = ["fact", "lesson", "rule", "trace", "working_memory", "archive_block", "checkpoint"] as const;
 export type EntryType = (typeof ENTRY_TYPES)[number];
@@ -18,9 +18,58 @@ export const RETRIEVAL_MODES = ["semantic", "exact_reference", "checkpoint", "ru
 export type RetrievalMode = (typeof RETRIEVAL_MODES)[number];
 /** Why a derived entry awaits review: "" none, or one of these. */
 export const LINEAGE_REVIEW_REASONS = ["source_deleted"] as const;
+/** A lesson's pending scope promotion: "" none, or one of these (see learning_service.proto for the transitions). */
+export const PROMOTION_STATES = ["proposed", "auditioning", "quarantined"] as const;
+export type PromotionState = "" | (typeof PROMOTION_STATES)[number];
 
 /** The record version this build writes; older versions are upgraded when read. */
-export const ENTRY_RECORD_VERSION = 2;
+export const ENTRY_RECORD_VERSION = 3;
+
+/** How many runs a lesson remembers having been learned in: enough to tell "confirmed elsewhere", and bounded. */
+export const MAX_CONFIRMED_RUNS = 16;
+
+/**
+ * What outcomes taught about an entry. Confidence is the mean of a Beta posterior: `evidenceFor` / (`evidenceFor` +
+ * `evidenceAgainst`), seeded with PRIOR_STRENGTH pseudo-outcomes at the entry's initial confidence.
+ */
+export interface LearningState {
+  readonly evidenceFor: number;
+  readonly evidenceAgainst: number;
+  /** Outcomes with a non-zero signal that credited the entry. */
+  readonly reinforcementCount: number;
+  readonly verifiedInProduction: boolean;
+  readonly promotionState: PromotionState;
+  /** Scope the pending promotion leads to; "" when none. */
+  readonly promotionTargetScope: string;
+  /** A person refused a promotion: the lesson is never proposed again. */
+  readonly promotionRefused: boolean;
+  /** Runs the lesson was learned in (its own first), at most MAX_CONFIRMED_RUNS. */
+  readonly confirmedRuns: readonly string[];
+  /** Outcomes of other runs while auditioning: positive and negative. */
+  readonly auditionWins: number;
+  readonly auditionLosses: number;
+  /** Negative outcomes in a row since the last positive one. */
+  readonly negativeStreak: number;
+}
+
+/** Pseudo-outcomes the initial confidence counts for in the Beta posterior. */
+export const PRIOR_STRENGTH = 2;
+
+export function initialLearning(confidence: number, runId: string): LearningState {
+  return {
+    evidenceFor: PRIOR_STRENGTH * confidence,
+    evidenceAgainst: PRIOR_STRENGTH * (1 - confidence),
+    reinforcementCount: 0,
+    verifiedInProduction: false,
+    promotionState: "",
+    promotionTargetScope: "",
+    promotionRefused: false,
+    confirmedRuns: runId === "" ? [] : [runId],
+    auditionWins: 0,
+    auditionLosses: 0,
+    negativeStreak: 0,
+  };
+}
 
 /** One direct change of an entry (an update), oldest first on the entry. */
 export interface EntryAuditEvent {
@@ -79,8 +128,10 @@ export interface EntryRecord {
   readonly sourceIds: readonly string[];
   /** "" or why the entry awaits review, e.g. `source_deleted` when an entry it was derived from was deleted. */
   readonly lineageReview: string;
-  /** Direct changes, oldest first. */
+  /** Direct changes, oldest first; the oldest are dropped beyond MAX_AUDIT_EVENTS. */
   readonly audit: readonly EntryAuditEvent[];
+  /** Outcomes and promotion (lessons and rules; other entries only gather outcomes). */
+  readonly learning: LearningState;
   /** Number of index terms, for BM25 length normalisation. */
   readonly termCount: number;
 }
@@ -88,9 +139,12 @@ export interface EntryRecord {
 /** What a caller supplies; the store assigns the rest. */
 export type NewEntry = Omit<
   EntryRecord,
-  "v" | "seq" | "id" | "createdAt" | "updatedAt" | "supersededBy" | "stale" | "referenceId" | "termCount" | "lineageReview" | "audit" | "validationStatus"
+  "v" | "seq" | "id" | "createdAt" | "updatedAt" | "supersededBy" | "stale" | "referenceId" | "termCount" | "lineageReview" | "audit" | "validationStatus" | "learning"
 > &
-  Partial<Pick<EntryRecord, "validationStatus">>;
+  Partial<Pick<EntryRecord, "validationStatus" | "learning">>;
+
+/** Audit trails keep the most recent changes: outcomes keep arriving for as long as a lesson lives. */
+export const MAX_AUDIT_EVENTS = 200;
 
 /** A new entry with the defaults of a plain write: no lesson fields, medium importance, no lane or upsert key. */
 export function newEntry(
@@ -125,7 +179,7 @@ export function isStaleRecord(record: EntryRecord): boolean {
  * missing or mistyped field, throws: start-up stops with the message rather than serving a corrupt record.
  */
 export function decodeEntry(value: unknown, seq: number): EntryRecord {
-  const r = openRecord("entries", seq, value, [1, ENTRY_RECORD_VERSION]);
+  const r = openRecord("entries", seq, value, [1, 2, ENTRY_RECORD_VERSION]);
   const upgraded = r.version === 1;
   const entryType = r.oneOf("entryType", ENTRY_TYPES);
   const createdAt = r.number("createdAt");
@@ -169,6 +223,24 @@ export function decodeEntry(value: unknown, seq: number): EntryRecord {
           reason: e.string("reason"),
           agentId: e.string("agentId"),
         })),
+    learning: r.version < 3 ? initialLearning(r.number("confidence"), r.string("runId")) : decodeLearning(r.object("learning")),
     termCount: r.integer("termCount"),
+  };
+}
+
+function decodeLearning(r: RecordReader): LearningState {
+  const promotionState = r.string("promotionState");
+  return {
+    evidenceFor: r.number("evidenceFor"),
+    evidenceAgainst: r.number("evidenceAgainst"),
+    reinforcementCount: r.integer("reinforcementCount"),
+    verifiedInProduction: r.boolean("verifiedInProduction"),
+    promotionState: promotionState === "" ? "" : r.oneOf("promotionState", PROMOTION_STATES),
+    promotionTargetScope: r.string("promotionTargetScope"),
+    promotionRefused: r.boolean("promotionRefused"),
+    confirmedRuns: r.strings("confirmedRuns"),
+    auditionWins: r.integer("auditionWins"),
+    auditionLosses: r.integer("auditionLosses"),
+    negativeStreak: r.integer("negativeStreak"),
   };
 }

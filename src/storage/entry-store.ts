@@ -4,7 +4,7 @@ import type { Storage } from "./database.js";
 import { nextSequence } from "./database.js";
 import type { Key } from "lmdb";
 import { RecordDecodeError, decodeOptional, openFields } from "./record-codec.js";
-import { ENTRY_RECORD_VERSION, decodeEntry, type EntryAuditEvent, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
+import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 export * from "./entry-record.js";
 
@@ -52,7 +52,14 @@ export interface EntryPatch {
   readonly stale?: boolean;
   readonly lessonScope?: string;
   readonly validationStatus?: string;
+  /** Bookkeeping of outcomes and promotion: replaced whole, not audited field by field (see `audit`). */
+  readonly learning?: LearningState;
+  /** Lineage: replaced whole when a merge adds sources; not audited. */
+  readonly sourceIds?: readonly string[];
 }
+
+/** Patch fields that are bookkeeping rather than a change someone made: compared by value and never audited. */
+const BOOKKEEPING_FIELDS: ReadonlySet<string> = new Set(["learning", "sourceIds"]);
 
 /** Who made a change and why, recorded in the entry's audit trail. */
 export interface ChangeAttribution {
@@ -128,6 +135,7 @@ export class EntryStore {
         validationStatus: entry.validationStatus ?? (entry.entryType === "lesson" ? "pending" : ""),
         lineageReview: "",
         audit: [],
+        learning: entry.learning ?? initialLearning(entry.confidence, entry.runId),
         termCount: termCountOf(termFreqs),
       };
       let superseded: EntryRecord | undefined;
@@ -172,18 +180,29 @@ export class EntryStore {
     by: ChangeAttribution,
     reindex?: Reindex,
     now = Date.now(),
+    /** Events describing the change as a whole (an outcome, a promotion), recorded after the per-field ones. */
+    extraAudit: readonly EntryAuditEvent[] = [],
   ): UpdatedEntry | undefined {
     const { dbs } = this.#storage;
     const before = this.get(seq);
     if (before === undefined) return undefined;
     const changes: EntryAuditEvent[] = [];
+    const changed: string[] = [];
     const next: Record<string, unknown> = { ...before };
     for (const [field, value] of Object.entries(patch) as [keyof EntryPatch, unknown][]) {
-      if (value === undefined || before[field] === value) continue;
+      if (value === undefined) continue;
+      if (BOOKKEEPING_FIELDS.has(field)) {
+        if (JSON.stringify(before[field]) === JSON.stringify(value)) continue;
+        next[field] = value;
+        changed.push(field);
+        continue;
+      }
+      if (before[field] === value) continue;
       next[field] = value;
+      changed.push(field);
       changes.push({ at: now, field, from: auditText(before[field]), to: auditText(value), reason: by.reason, agentId: by.agentId });
     }
-    if (changes.length === 0) return { before, after: before, changed: [], previousTermFreqs: undefined };
+    if (changed.length === 0 && extraAudit.length === 0) return { before, after: before, changed: [], previousTermFreqs: undefined };
     let termCount = before.termCount;
     let previousTermFreqs: ReadonlyMap<string, number> | undefined;
     if (patch.content !== undefined && patch.content !== before.content) {
@@ -194,9 +213,16 @@ export class EntryStore {
       this.#bumpVectorGeneration();
       termCount = termCountOf(reindex.termFreqs);
     }
-    const after = { ...(next as unknown as EntryRecord), termCount, updatedAt: now, audit: [...before.audit, ...changes] };
+    if (patch.sourceIds !== undefined) {
+      for (const sourceId of patch.sourceIds) {
+        const sourceSeq = seqOfEntryId(sourceId);
+        if (sourceSeq !== undefined && !before.sourceIds.includes(sourceId)) dbs.derivations.put([sourceSeq, seq], null);
+      }
+    }
+    const audit = [...before.audit, ...changes, ...extraAudit].slice(-MAX_AUDIT_EVENTS);
+    const after = { ...(next as unknown as EntryRecord), termCount, updatedAt: now, audit };
     dbs.entries.put(seq, after);
-    return { before, after, changed: changes.map((c) => c.field), previousTermFreqs };
+    return { before, after, changed, previousTermFreqs };
   }
 
   /**

@@ -2,7 +2,7 @@
 // authors, run owners) stay exactly what a fresh catalog of the surviving records would hold.
 import { describe, expect, it } from "vitest";
 import { Catalog } from "../../src/retrieval/catalog.js";
-import { ENTRY_RECORD_VERSION, entryIdOf, newEntry, type EntryRecord, type NewEntry } from "../../src/storage/entry-store.js";
+import { ENTRY_RECORD_VERSION, entryIdOf, initialLearning, newEntry, type EntryRecord, type NewEntry } from "../../src/storage/entry-store.js";
 
 function record(seq: number, fields: Pick<NewEntry, "owner" | "runId" | "content"> & Partial<EntryRecord>): EntryRecord {
   return {
@@ -18,6 +18,7 @@ function record(seq: number, fields: Pick<NewEntry, "owner" | "runId" | "content
     validationStatus: "",
     lineageReview: "",
     audit: [],
+    learning: initialLearning(1, fields.runId),
     termCount: fields.content.split(" ").length,
     ...fields,
   };

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/learning_service.proto.
  */
 export const file_engram_v2_learning_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBlbmdyYW0vdjIvbGVhcm5pbmdfc2VydmljZS5wcm90bxIJZW5ncmFtLnYyImkKD0RpYWdub3NlUmVxdWVzdBIOCgZydW5faWQYASABKAkSEgoKZXJyb3JfdGV4dBgCIAEoCRISCgplcnJvcl90eXBlGAMgASgJEg0KBWxpbWl0GAQgASgNEg8KB3VzZXJfaWQYBSABKAkidQoQRGlhZ25vc2VSZXNwb25zZRIxCg9mYWlsdXJlX2xlc3NvbnMYASADKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZRIPCgdzdW1tYXJ5GAIgASgJEh0KFXRvdGFsX2ZhaWx1cmVfbGVzc29ucxgDIAEoDSKoAgoOUmVmbGVjdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDWNoZWNrcG9pbnRfaWQYAiABKAkSDwoHc3RlcF9pZBgDIAEoCRIUCgxsYXN0X25faXRlbXMYBCABKAUSIgoVaW5jbHVkZV9zdGVwX291dGNvbWVzGAUgASgISACIAQESIgoHbGVzc29ucxgGIAMoCzIRLmVuZ3JhbS52Mi5MZXNzb24SFwoKY29uZmlkZW5jZRgHIAEoAUgBiAEBEhsKE2luY2x1ZGVfbGlua2VkX3J1bnMYCCABKAgSDwoHdXNlcl9pZBgJIAEoCRIQCghhZ2VudF9pZBgKIAEoCUIYChZfaW5jbHVkZV9zdGVwX291dGNvbWVzQg0KC19jb25maWRlbmNlIrIBCg9SZWZsZWN0UmVzcG9uc2USIgoHbGVzc29ucxgBIAMoCzIRLmVuZ3JhbS52Mi5MZXNzb24SLAoJZGVjaXNpb25zGAIgAygLMhkuZW5ncmFtLnYyLkxlc3NvbkRlY2lzaW9uEg8KB3N1bW1hcnkYAyABKAkSEgoKY29uZmlkZW5jZRgEIAEoARIQCghkZWdyYWRlZBgFIAEoCBIWCg5sZXNzb25zX3N0b3JlZBgGIAEoDSLbAQoSTGlzdExlc3NvbnNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRINCgVzY29wZRgCIAEoCRISCgppbXBvcnRhbmNlGAMgASgJEg0KBWxpbWl0GAQgASgNEg8KB3VzZXJfaWQYBSABKAkSEwoLbGVzc29uX3R5cGUYBiABKAkSGQoRdmFsaWRhdGlvbl9zdGF0dXMYByABKAkSFwoPcHJvbW90aW9uX3N0YXRlGAggASgJEhUKDWV4Y2x1ZGVfc3RhbGUYCSABKAgSEgoKcGFnZV90b2tlbhgKIAEoCSJXChNMaXN0TGVzc29uc1Jlc3BvbnNlEicKB2xlc3NvbnMYASADKAsyFi5lbmdyYW0udjIuTGVzc29uRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIigKE0RlbGV0ZUxlc3NvblJlcXVlc3QSEQoJbGVzc29uX2lkGAEgASgJIicKFERlbGV0ZUxlc3NvblJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgiaAodUmVzb2x2ZUxlc3NvblByb21vdGlvblJlcXVlc3QSEQoJbGVzc29uX2lkGAEgASgJEhIKCnJlc29sdXRpb24YAiABKAkSDgoGcmVhc29uGAMgASgJEhAKCGFnZW50X2lkGAQgASgJIlkKHlJlc29sdmVMZXNzb25Qcm9tb3Rpb25SZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiYKBmxlc3NvbhgCIAEoCzIWLmVuZ3JhbS52Mi5MZXNzb25FbnRyeSK6AgoTVXBkYXRlTGVzc29uUmVxdWVzdBIRCglsZXNzb25faWQYASABKAkSDQoFc2NvcGUYAiABKAkSGQoRdmFsaWRhdGlvbl9zdGF0dXMYAyABKAkSEgoFc3RhbGUYBCABKAhIAIgBARIXCgpjb25maWRlbmNlGAUgASgBSAGIAQESDgoGcmVhc29uGAYgASgJEhAKCGFnZW50X2lkGAcgASgJEhQKB2NvbnRlbnQYCCABKAlIAogBARISCgppbXBvcnRhbmNlGAkgASgJEhEKBGxhbmUYCiABKAlIA4gBARIaCg1tZXRhZGF0YV9qc29uGAsgASgJSASIAQFCCAoGX3N0YWxlQg0KC19jb25maWRlbmNlQgoKCF9jb250ZW50QgcKBV9sYW5lQhAKDl9tZXRhZGF0YV9qc29uImcKFFVwZGF0ZUxlc3NvblJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJgoGbGVzc29uGAIgASgLMhYuZW5ncmFtLnYyLkxlc3NvbkVudHJ5EhYKDmNoYW5nZWRfZmllbGRzGAMgAygJIt8BChRSZWNvcmRPdXRjb21lUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMcmVmZXJlbmNlX2lkGAIgASgJEg8KB291dGNvbWUYAyABKAkSDgoGc2lnbmFsGAQgASgBEhEKCXJhdGlvbmFsZRgFIAEoCRIQCghhZ2VudF9pZBgGIAEoCRIPCgd1c2VyX2lkGAcgASgJEh4KFnZlcmlmaWVkX2luX3Byb2R1Y3Rpb24YCCABKAgSEQoJZW50cnlfaWRzGAkgAygJEhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCSLCAQoVUmVjb3JkT3V0Y29tZVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSGwoTcmVpbmZvcmNlbWVudF9jb3VudBgCIAEoBRIaChJ1cGRhdGVkX2NvbmZpZGVuY2UYAyABKAESEgoKb3V0Y29tZV9pZBgEIAEoCRIUCgxkZWR1cGxpY2F0ZWQYBSABKAgSGgoSZW50cmllc19yZWluZm9yY2VkGAYgASgNEhkKEXNraXBwZWRfZW50cnlfaWRzGAcgAygJItQBChhSZWNvcmRTdGVwT3V0Y29tZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg8KB3N0ZXBfaWQYAiABKAkSEQoJc3RlcF9uYW1lGAMgASgJEg8KB291dGNvbWUYBCABKAkSDgoGc2lnbmFsGAUgASgBEhEKCXJhdGlvbmFsZRgGIAEoCRIWCg5kaXJlY3RpdmVfaGludBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCRIPCgd1c2VyX2lkGAkgASgJEhUKDW1ldGFkYXRhX2pzb24YCiABKAkiRgoZUmVjb3JkU3RlcE91dGNvbWVSZXNwb25zZRIXCg9zdGVwX291dGNvbWVfaWQYASABKAkSEAoIYWNjZXB0ZWQYAiABKAgiiQEKGFN1cmZhY2VTdHJhdGVnaWVzUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMbGVzc29uX3R5cGVzGAIgAygJEhYKDm1heF9zdHJhdGVnaWVzGAMgASgNEg8KB3VzZXJfaWQYBCABKAkSHgoWbWluX3N1cHBvcnRpbmdfbGVzc29ucxgFIAEoDSJMChlTdXJmYWNlU3RyYXRlZ2llc1Jlc3BvbnNlEi8KCnN0cmF0ZWdpZXMYASADKAsyGy5lbmdyYW0udjIuRW1lcmdlbnRTdHJhdGVneSLfAQoWTGlzdExvb3BMZXNzb25zUmVxdWVzdBIOCgZydW5faWQYASABKAkSDQoFc2NvcGUYAiABKAkSEgoKaW1wb3J0YW5jZRgDIAEoCRINCgVsaW1pdBgEIAEoDRIPCgd1c2VyX2lkGAUgASgJEhMKC2xlc3Nvbl90eXBlGAYgASgJEhkKEXZhbGlkYXRpb25fc3RhdHVzGAcgASgJEhcKD3Byb21vdGlvbl9zdGF0ZRgIIAEoCRIVCg1leGNsdWRlX3N0YWxlGAkgASgIEhIKCnBhZ2VfdG9rZW4YCiABKAkiWwoXTGlzdExvb3BMZXNzb25zUmVzcG9uc2USJwoHbGVzc29ucxgBIAMoCzIWLmVuZ3JhbS52Mi5MZXNzb25FbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiiwEKBkxlc3NvbhIRCglsZXNzb25faWQYASABKAkSDwoHY29udGVudBgCIAEoCRITCgtsZXNzb25fdHlwZRgDIAEoCRINCgVzY29wZRgEIAEoCRISCgppbXBvcnRhbmNlGAUgASgJEhIKCmNvbmRpdGlvbnMYBiADKAkSEQoJcmF0aW9uYWxlGAcgASgJIsMBCg5MZXNzb25EZWNpc2lvbhIUCgxsZXNzb25faW5kZXgYASABKA0SEQoJbGVzc29uX2lkGAIgASgJEhAKCGRlY2lzaW9uGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpjb25maWRlbmNlGAUgASgBEhkKEXZhbGlkYXRpb25fc3RhdHVzGAYgASgJEhcKD3Byb21vdGlvbl9zdGF0ZRgHIAEoCRIeChZwcm9tb3Rpb25fdGFyZ2V0X3Njb3BlGAggASgJIowECgtMZXNzb25FbnRyeRIKCgJpZBgBIAEoCRIPCgdjb250ZW50GAIgASgJEhMKC2xlc3Nvbl90eXBlGAMgASgJEg0KBXNjb3BlGAQgASgJEhIKCmltcG9ydGFuY2UYBSABKAkSEgoKY29uZGl0aW9ucxgGIAMoCRIRCglyYXRpb25hbGUYByABKAkSFQoNc291cmNlX3J1bl9pZBgIIAEoCRIOCgZzb3VyY2UYCSABKAkSEQoJbGVzc29uX2lkGAogASgJEhYKDmF1dG9fZXh0cmFjdGVkGAsgASgIEhkKEXZhbGlkYXRpb25fc3RhdHVzGAwgASgJEg0KBXN0YWxlGA0gASgIEhIKCmNvbmZpZGVuY2UYDiABKAESFwoPcHJvbW90aW9uX3N0YXRlGA8gASgJEh4KFnByb21vdGlvbl90YXJnZXRfc2NvcGUYECABKAkSGwoTcmVpbmZvcmNlbWVudF9jb3VudBgRIAEoBRIeChZ2ZXJpZmllZF9pbl9wcm9kdWN0aW9uGBIgASgIEhAKCGFnZW50X2lkGBMgASgJEg8KB3VzZXJfaWQYFCABKAkSEgoKY3JlYXRlZF9hdBgVIAEoCRISCgp1cGRhdGVkX2F0GBYgASgJEjAKC2F1ZGl0X3RyYWlsGBcgAygLMhsuZW5ncmFtLnYyLkxlc3NvbkF1ZGl0RXZlbnQidQoQTGVzc29uQXVkaXRFdmVudBIKCgJhdBgBIAEoCRINCgVmaWVsZBgCIAEoCRIRCglvbGRfdmFsdWUYAyABKAkSEQoJbmV3X3ZhbHVlGAQgASgJEg4KBnJlYXNvbhgFIAEoCRIQCghhZ2VudF9pZBgGIAEoCSLaAQoQRW1lcmdlbnRTdHJhdGVneRITCgtzdHJhdGVneV9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIfChdzdXBwb3J0aW5nX2xlc3Nvbl9jb3VudBgDIAEoDRIWCg5hdmdfY29uZmlkZW5jZRgEIAEoARIZChFhdmdfcmVpbmZvcmNlbWVudBgFIAEoARIcChRkb21pbmFudF9sZXNzb25fdHlwZRgGIAEoCRIWCg5kb21pbmFudF9zY29wZRgHIAEoCRISCgpsZXNzb25faWRzGAggAygJMuMJCg9MZWFybmluZ1NlcnZpY2USZAoIRGlhZ25vc2USGi5lbmdyYW0udjIuRGlhZ25vc2VSZXF1ZXN0GhsuZW5ncmFtLnYyLkRpYWdub3NlUmVzcG9uc2UiH4LT5JMCGToBKiIUL3YyL2NvbnRyb2wvZGlhZ25vc2USYAoHUmVmbGVjdBIZLmVuZ3JhbS52Mi5SZWZsZWN0UmVxdWVzdBoaLmVuZ3JhbS52Mi5SZWZsZWN0UmVzcG9uc2UiHoLT5JMCGDoBKiITL3YyL2NvbnRyb2wvcmVmbGVjdBJsCgtMaXN0TGVzc29ucxIdLmVuZ3JhbS52Mi5MaXN0TGVzc29uc1JlcXVlc3QaHi5lbmdyYW0udjIuTGlzdExlc3NvbnNSZXNwb25zZSIegtPkkwIYOgEqIhMvdjIvY29udHJvbC9sZXNzb25zEnYKDERlbGV0ZUxlc3NvbhIeLmVuZ3JhbS52Mi5EZWxldGVMZXNzb25SZXF1ZXN0Gh8uZW5ncmFtLnYyLkRlbGV0ZUxlc3NvblJlc3BvbnNlIiWC0+STAh86ASoiGi92Mi9jb250cm9sL2xlc3NvbnMvZGVsZXRlEp8BChZSZXNvbHZlTGVzc29uUHJvbW90aW9uEiguZW5ncmFtLnYyLlJlc29sdmVMZXNzb25Qcm9tb3Rpb25SZXF1ZXN0GikuZW5ncmFtLnYyLlJlc29sdmVMZXNzb25Qcm9tb3Rpb25SZXNwb25zZSIwgtPkkwIqOgEqIiUvdjIvY29udHJvbC9sZXNzb25zL3Jlc29sdmVfcHJvbW90aW9uEnYKDFVwZGF0ZUxlc3NvbhIeLmVuZ3JhbS52Mi5VcGRhdGVMZXNzb25SZXF1ZXN0Gh8uZW5ncmFtLnYyLlVwZGF0ZUxlc3NvblJlc3BvbnNlIiWC0+STAh86ASoiGi92Mi9jb250cm9sL2xlc3NvbnMvdXBkYXRlEnIKDVJlY29yZE91dGNvbWUSHy5lbmdyYW0udjIuUmVjb3JkT3V0Y29tZVJlcXVlc3QaIC5lbmdyYW0udjIuUmVjb3JkT3V0Y29tZVJlc3BvbnNlIh6C0+STAhg6ASoiEy92Mi9jb250cm9sL291dGNvbWUSgwEKEVJlY29yZFN0ZXBPdXRjb21lEiMuZW5ncmFtLnYyLlJlY29yZFN0ZXBPdXRjb21lUmVxdWVzdBokLmVuZ3JhbS52Mi5SZWNvcmRTdGVwT3V0Y29tZVJlc3BvbnNlIiOC0+STAh06ASoiGC92Mi9jb250cm9sL3N0ZXBfb3V0Y29tZRKBAQoRU3VyZmFjZVN0cmF0ZWdpZXMSIy5lbmdyYW0udjIuU3VyZmFjZVN0cmF0ZWdpZXNSZXF1ZXN0GiQuZW5ncmFtLnYyLlN1cmZhY2VTdHJhdGVnaWVzUmVzcG9uc2UiIYLT5JMCGzoBKiIWL3YyL2NvbnRyb2wvc3RyYXRlZ2llcxKJAQoPTGlzdExvb3BMZXNzb25zEiEuZW5ncmFtLnYyLkxpc3RMb29wTGVzc29uc1JlcXVlc3QaIi5lbmdyYW0udjIuTGlzdExvb3BMZXNzb25zUmVzcG9uc2UiL4LT5JMCKToBKloSEhAvdjIvbG9vcC9sZXNzb25zIhAvdjIvbG9vcC9sZXNzb25zYgZwcm90bzM", [file_engram_v2_memory_service, file_google_api_annotations]);
+  fileDesc("CiBlbmdyYW0vdjIvbGVhcm5pbmdfc2VydmljZS5wcm90bxIJZW5ncmFtLnYyImkKD0RpYWdub3NlUmVxdWVzdBIOCgZydW5faWQYASABKAkSEgoKZXJyb3JfdGV4dBgCIAEoCRISCgplcnJvcl90eXBlGAMgASgJEg0KBWxpbWl0GAQgASgNEg8KB3VzZXJfaWQYBSABKAkidQoQRGlhZ25vc2VSZXNwb25zZRIxCg9mYWlsdXJlX2xlc3NvbnMYASADKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZRIPCgdzdW1tYXJ5GAIgASgJEh0KFXRvdGFsX2ZhaWx1cmVfbGVzc29ucxgDIAEoDSKoAgoOUmVmbGVjdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDWNoZWNrcG9pbnRfaWQYAiABKAkSDwoHc3RlcF9pZBgDIAEoCRIUCgxsYXN0X25faXRlbXMYBCABKAUSIgoVaW5jbHVkZV9zdGVwX291dGNvbWVzGAUgASgISACIAQESIgoHbGVzc29ucxgGIAMoCzIRLmVuZ3JhbS52Mi5MZXNzb24SFwoKY29uZmlkZW5jZRgHIAEoAUgBiAEBEhsKE2luY2x1ZGVfbGlua2VkX3J1bnMYCCABKAgSDwoHdXNlcl9pZBgJIAEoCRIQCghhZ2VudF9pZBgKIAEoCUIYChZfaW5jbHVkZV9zdGVwX291dGNvbWVzQg0KC19jb25maWRlbmNlIuMBCg9SZWZsZWN0UmVzcG9uc2USIgoHbGVzc29ucxgBIAMoCzIRLmVuZ3JhbS52Mi5MZXNzb24SLAoJZGVjaXNpb25zGAIgAygLMhkuZW5ncmFtLnYyLkxlc3NvbkRlY2lzaW9uEg8KB3N1bW1hcnkYAyABKAkSEgoKY29uZmlkZW5jZRgEIAEoARIQCghkZWdyYWRlZBgFIAEoCBIWCg5sZXNzb25zX3N0b3JlZBgGIAEoDRIXCg9mYWxsYmFja19yZWFzb24YByABKAkSFgoOZXZpZGVuY2VfaXRlbXMYCCABKA0ipgIKEkxpc3RMZXNzb25zUmVxdWVzdBIOCgZydW5faWQYASABKAkSDQoFc2NvcGUYAiABKAkSEgoKaW1wb3J0YW5jZRgDIAEoCRINCgVsaW1pdBgEIAEoDRIPCgd1c2VyX2lkGAUgASgJEhMKC2xlc3Nvbl90eXBlGAYgASgJEhkKEXZhbGlkYXRpb25fc3RhdHVzGAcgASgJEhcKD3Byb21vdGlvbl9zdGF0ZRgIIAEoCRIVCg1leGNsdWRlX3N0YWxlGAkgASgIEhIKCnBhZ2VfdG9rZW4YCiABKAkSGwoObWluX2NvbmZpZGVuY2UYCyABKAFIAIgBARIZChFwZW5kaW5nX3Byb21vdGlvbhgMIAEoCEIRCg9fbWluX2NvbmZpZGVuY2UiVwoTTGlzdExlc3NvbnNSZXNwb25zZRInCgdsZXNzb25zGAEgAygLMhYuZW5ncmFtLnYyLkxlc3NvbkVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIoChNEZWxldGVMZXNzb25SZXF1ZXN0EhEKCWxlc3Nvbl9pZBgBIAEoCSInChREZWxldGVMZXNzb25SZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIImgKHVJlc29sdmVMZXNzb25Qcm9tb3Rpb25SZXF1ZXN0EhEKCWxlc3Nvbl9pZBgBIAEoCRISCgpyZXNvbHV0aW9uGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIQCghhZ2VudF9pZBgEIAEoCSJZCh5SZXNvbHZlTGVzc29uUHJvbW90aW9uUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBImCgZsZXNzb24YAiABKAsyFi5lbmdyYW0udjIuTGVzc29uRW50cnkiugIKE1VwZGF0ZUxlc3NvblJlcXVlc3QSEQoJbGVzc29uX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEhkKEXZhbGlkYXRpb25fc3RhdHVzGAMgASgJEhIKBXN0YWxlGAQgASgISACIAQESFwoKY29uZmlkZW5jZRgFIAEoAUgBiAEBEg4KBnJlYXNvbhgGIAEoCRIQCghhZ2VudF9pZBgHIAEoCRIUCgdjb250ZW50GAggASgJSAKIAQESEgoKaW1wb3J0YW5jZRgJIAEoCRIRCgRsYW5lGAogASgJSAOIAQESGgoNbWV0YWRhdGFfanNvbhgLIAEoCUgEiAEBQggKBl9zdGFsZUINCgtfY29uZmlkZW5jZUIKCghfY29udGVudEIHCgVfbGFuZUIQCg5fbWV0YWRhdGFfanNvbiJnChRVcGRhdGVMZXNzb25SZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiYKBmxlc3NvbhgCIAEoCzIWLmVuZ3JhbS52Mi5MZXNzb25FbnRyeRIWCg5jaGFuZ2VkX2ZpZWxkcxgDIAMoCSLfAQoUUmVjb3JkT3V0Y29tZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhQKDHJlZmVyZW5jZV9pZBgCIAEoCRIPCgdvdXRjb21lGAMgASgJEg4KBnNpZ25hbBgEIAEoARIRCglyYXRpb25hbGUYBSABKAkSEAoIYWdlbnRfaWQYBiABKAkSDwoHdXNlcl9pZBgHIAEoCRIeChZ2ZXJpZmllZF9pbl9wcm9kdWN0aW9uGAggASgIEhEKCWVudHJ5X2lkcxgJIAMoCRIXCg9pZGVtcG90ZW5jeV9rZXkYCiABKAkiwgEKFVJlY29yZE91dGNvbWVSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEhsKE3JlaW5mb3JjZW1lbnRfY291bnQYAiABKAUSGgoSdXBkYXRlZF9jb25maWRlbmNlGAMgASgBEhIKCm91dGNvbWVfaWQYBCABKAkSFAoMZGVkdXBsaWNhdGVkGAUgASgIEhoKEmVudHJpZXNfcmVpbmZvcmNlZBgGIAEoDRIZChFza2lwcGVkX2VudHJ5X2lkcxgHIAMoCSLUAQoYUmVjb3JkU3RlcE91dGNvbWVSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgJEhEKCXN0ZXBfbmFtZRgDIAEoCRIPCgdvdXRjb21lGAQgASgJEg4KBnNpZ25hbBgFIAEoARIRCglyYXRpb25hbGUYBiABKAkSFgoOZGlyZWN0aXZlX2hpbnQYByABKAkSEAoIYWdlbnRfaWQYCCABKAkSDwoHdXNlcl9pZBgJIAEoCRIVCg1tZXRhZGF0YV9qc29uGAogASgJIkYKGVJlY29yZFN0ZXBPdXRjb21lUmVzcG9uc2USFwoPc3RlcF9vdXRjb21lX2lkGAEgASgJEhAKCGFjY2VwdGVkGAIgASgIIokBChhTdXJmYWNlU3RyYXRlZ2llc1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhQKDGxlc3Nvbl90eXBlcxgCIAMoCRIWCg5tYXhfc3RyYXRlZ2llcxgDIAEoDRIPCgd1c2VyX2lkGAQgASgJEh4KFm1pbl9zdXBwb3J0aW5nX2xlc3NvbnMYBSABKA0iTAoZU3VyZmFjZVN0cmF0ZWdpZXNSZXNwb25zZRIvCgpzdHJhdGVnaWVzGAEgAygLMhsuZW5ncmFtLnYyLkVtZXJnZW50U3RyYXRlZ3kiqgIKFkxpc3RMb29wTGVzc29uc1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg0KBXNjb3BlGAIgASgJEhIKCmltcG9ydGFuY2UYAyABKAkSDQoFbGltaXQYBCABKA0SDwoHdXNlcl9pZBgFIAEoCRITCgtsZXNzb25fdHlwZRgGIAEoCRIZChF2YWxpZGF0aW9uX3N0YXR1cxgHIAEoCRIXCg9wcm9tb3Rpb25fc3RhdGUYCCABKAkSFQoNZXhjbHVkZV9zdGFsZRgJIAEoCBISCgpwYWdlX3Rva2VuGAogASgJEhsKDm1pbl9jb25maWRlbmNlGAsgASgBSACIAQESGQoRcGVuZGluZ19wcm9tb3Rpb24YDCABKAhCEQoPX21pbl9jb25maWRlbmNlIlsKF0xpc3RMb29wTGVzc29uc1Jlc3BvbnNlEicKB2xlc3NvbnMYASADKAsyFi5lbmdyYW0udjIuTGVzc29uRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIosBCgZMZXNzb24SEQoJbGVzc29uX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSEwoLbGVzc29uX3R5cGUYAyABKAkSDQoFc2NvcGUYBCABKAkSEgoKaW1wb3J0YW5jZRgFIAEoCRISCgpjb25kaXRpb25zGAYgAygJEhEKCXJhdGlvbmFsZRgHIAEoCSLDAQoOTGVzc29uRGVjaXNpb24SFAoMbGVzc29uX2luZGV4GAEgASgNEhEKCWxlc3Nvbl9pZBgCIAEoCRIQCghkZWNpc2lvbhgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKY29uZmlkZW5jZRgFIAEoARIZChF2YWxpZGF0aW9uX3N0YXR1cxgGIAEoCRIXCg9wcm9tb3Rpb25fc3RhdGUYByABKAkSHgoWcHJvbW90aW9uX3RhcmdldF9zY29wZRgIIAEoCSLZBAoLTGVzc29uRW50cnkSCgoCaWQYASABKAkSDwoHY29udGVudBgCIAEoCRITCgtsZXNzb25fdHlwZRgDIAEoCRINCgVzY29wZRgEIAEoCRISCgppbXBvcnRhbmNlGAUgASgJEhIKCmNvbmRpdGlvbnMYBiADKAkSEQoJcmF0aW9uYWxlGAcgASgJEhUKDXNvdXJjZV9ydW5faWQYCCABKAkSDgoGc291cmNlGAkgASgJEhEKCWxlc3Nvbl9pZBgKIAEoCRIWCg5hdXRvX2V4dHJhY3RlZBgLIAEoCBIZChF2YWxpZGF0aW9uX3N0YXR1cxgMIAEoCRINCgVzdGFsZRgNIAEoCBISCgpjb25maWRlbmNlGA4gASgBEhcKD3Byb21vdGlvbl9zdGF0ZRgPIAEoCRIeChZwcm9tb3Rpb25fdGFyZ2V0X3Njb3BlGBAgASgJEhsKE3JlaW5mb3JjZW1lbnRfY291bnQYESABKAUSHgoWdmVyaWZpZWRfaW5fcHJvZHVjdGlvbhgSIAEoCBIQCghhZ2VudF9pZBgTIAEoCRIPCgd1c2VyX2lkGBQgASgJEhIKCmNyZWF0ZWRfYXQYFSABKAkSEgoKdXBkYXRlZF9hdBgWIAEoCRIwCgthdWRpdF90cmFpbBgXIAMoCzIbLmVuZ3JhbS52Mi5MZXNzb25BdWRpdEV2ZW50EhgKEHNvdXJjZV9lbnRyeV9pZHMYGCADKAkSFgoObGluZWFnZV9yZXZpZXcYGSABKAkSGQoRcHJvbW90aW9uX3JlZnVzZWQYGiABKAgidQoQTGVzc29uQXVkaXRFdmVudBIKCgJhdBgBIAEoCRINCgVmaWVsZBgCIAEoCRIRCglvbGRfdmFsdWUYAyABKAkSEQoJbmV3X3ZhbHVlGAQgASgJEg4KBnJlYXNvbhgFIAEoCRIQCghhZ2VudF9pZBgGIAEoCSKHAgoQRW1lcmdlbnRTdHJhdGVneRITCgtzdHJhdGVneV9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIfChdzdXBwb3J0aW5nX2xlc3Nvbl9jb3VudBgDIAEoDRIWCg5hdmdfY29uZmlkZW5jZRgEIAEoARIZChFhdmdfcmVpbmZvcmNlbWVudBgFIAEoARIcChRkb21pbmFudF9sZXNzb25fdHlwZRgGIAEoCRIWCg5kb21pbmFudF9zY29wZRgHIAEoCRISCgpsZXNzb25faWRzGAggAygJEhQKDHN1Y2Nlc3NfcmF0ZRgJIAEoARIVCg1vdXRjb21lX2NvdW50GAogASgNMuMJCg9MZWFybmluZ1NlcnZpY2USZAoIRGlhZ25vc2USGi5lbmdyYW0udjIuRGlhZ25vc2VSZXF1ZXN0GhsuZW5ncmFtLnYyLkRpYWdub3NlUmVzcG9uc2UiH4LT5JMCGToBKiIUL3YyL2NvbnRyb2wvZGlhZ25vc2USYAoHUmVmbGVjdBIZLmVuZ3JhbS52Mi5SZWZsZWN0UmVxdWVzdBoaLmVuZ3JhbS52Mi5SZWZsZWN0UmVzcG9uc2UiHoLT5JMCGDoBKiITL3YyL2NvbnRyb2wvcmVmbGVjdBJsCgtMaXN0TGVzc29ucxIdLmVuZ3JhbS52Mi5MaXN0TGVzc29uc1JlcXVlc3QaHi5lbmdyYW0udjIuTGlzdExlc3NvbnNSZXNwb25zZSIegtPkkwIYOgEqIhMvdjIvY29udHJvbC9sZXNzb25zEnYKDERlbGV0ZUxlc3NvbhIeLmVuZ3JhbS52Mi5EZWxldGVMZXNzb25SZXF1ZXN0Gh8uZW5ncmFtLnYyLkRlbGV0ZUxlc3NvblJlc3BvbnNlIiWC0+STAh86ASoiGi92Mi9jb250cm9sL2xlc3NvbnMvZGVsZXRlEp8BChZSZXNvbHZlTGVzc29uUHJvbW90aW9uEiguZW5ncmFtLnYyLlJlc29sdmVMZXNzb25Qcm9tb3Rpb25SZXF1ZXN0GikuZW5ncmFtLnYyLlJlc29sdmVMZXNzb25Qcm9tb3Rpb25SZXNwb25zZSIwgtPkkwIqOgEqIiUvdjIvY29udHJvbC9sZXNzb25zL3Jlc29sdmVfcHJvbW90aW9uEnYKDFVwZGF0ZUxlc3NvbhIeLmVuZ3JhbS52Mi5VcGRhdGVMZXNzb25SZXF1ZXN0Gh8uZW5ncmFtLnYyLlVwZGF0ZUxlc3NvblJlc3BvbnNlIiWC0+STAh86ASoiGi92Mi9jb250cm9sL2xlc3NvbnMvdXBkYXRlEnIKDVJlY29yZE91dGNvbWUSHy5lbmdyYW0udjIuUmVjb3JkT3V0Y29tZVJlcXVlc3QaIC5lbmdyYW0udjIuUmVjb3JkT3V0Y29tZVJlc3BvbnNlIh6C0+STAhg6ASoiEy92Mi9jb250cm9sL291dGNvbWUSgwEKEVJlY29yZFN0ZXBPdXRjb21lEiMuZW5ncmFtLnYyLlJlY29yZFN0ZXBPdXRjb21lUmVxdWVzdBokLmVuZ3JhbS52Mi5SZWNvcmRTdGVwT3V0Y29tZVJlc3BvbnNlIiOC0+STAh06ASoiGC92Mi9jb250cm9sL3N0ZXBfb3V0Y29tZRKBAQoRU3VyZmFjZVN0cmF0ZWdpZXMSIy5lbmdyYW0udjIuU3VyZmFjZVN0cmF0ZWdpZXNSZXF1ZXN0GiQuZW5ncmFtLnYyLlN1cmZhY2VTdHJhdGVnaWVzUmVzcG9uc2UiIYLT5JMCGzoBKiIWL3YyL2NvbnRyb2wvc3RyYXRlZ2llcxKJAQoPTGlzdExvb3BMZXNzb25zEiEuZW5ncmFtLnYyLkxpc3RMb29wTGVzc29uc1JlcXVlc3QaIi5lbmdyYW0udjIuTGlzdExvb3BMZXNzb25zUmVzcG9uc2UiL4LT5JMCKToBKloSEhAvdjIvbG9vcC9sZXNzb25zIhAvdjIvbG9vcC9sZXNzb25zYgZwcm90bzM", [file_engram_v2_memory_service, file_google_api_annotations]);
 
 /**
  * Request of Diagnose.
@@ -242,11 +242,27 @@ export type ReflectResponse = Message<"engram.v2.ReflectResponse"> & {
   degraded: boolean;
 
   /**
-   * Number of lessons newly stored (decision `stored`).
+   * Number of lessons newly stored as active (decision `accepted`).
    *
    * @generated from field: uint32 lessons_stored = 6;
    */
   lessonsStored: number;
+
+  /**
+   * Engram design: why the extraction fell back (with `degraded`), e.g. "LLM
+   * extraction failed (timeout); built-in extractor used"; empty otherwise.
+   *
+   * @generated from field: string fallback_reason = 7;
+   */
+  fallbackReason: string;
+
+  /**
+   * Engram design: number of evidence items the extractor read (0 for
+   * caller-supplied lessons).
+   *
+   * @generated from field: uint32 evidence_items = 8;
+   */
+  evidenceItems: number;
 };
 
 /**
@@ -336,6 +352,20 @@ export type ListLessonsRequest = Message<"engram.v2.ListLessonsRequest"> & {
    * @generated from field: string page_token = 10;
    */
   pageToken: string;
+
+  /**
+   * Engram design: only lessons with at least this confidence, in [0, 1].
+   *
+   * @generated from field: optional double min_confidence = 11;
+   */
+  minConfidence?: number | undefined;
+
+  /**
+   * Engram design: only lessons with a pending promotion (any state).
+   *
+   * @generated from field: bool pending_promotion = 12;
+   */
+  pendingPromotion: boolean;
 };
 
 /**
@@ -670,15 +700,15 @@ export type RecordOutcomeRequest = Message<"engram.v2.RecordOutcomeRequest"> & {
   rationale: string;
 
   /**
-   * Agent the outcome is attributed to. Engram design: a run-level outcome
-   * also counts toward the active prompt version of this agent.
+   * Agent the outcome is attributed to; stored with the outcome and recorded
+   * in the audit trail of every entry it reinforced.
    *
    * @generated from field: string agent_id = 6;
    */
   agentId: string;
 
   /**
-   * Logical user scope.
+   * Logical user scope: entries about another logical user are skipped.
    *
    * @generated from field: string user_id = 7;
    */
@@ -686,7 +716,8 @@ export type RecordOutcomeRequest = Message<"engram.v2.RecordOutcomeRequest"> & {
 
   /**
    * True when the referenced knowledge was applied and verified in
-   * production; such entries get a ranking boost.
+   * production: the outcome weighs twice, and such entries get a ranking
+   * boost.
    *
    * @generated from field: bool verified_in_production = 8;
    */
@@ -963,6 +994,11 @@ export const SurfaceStrategiesRequestSchema: GenMessage<SurfaceStrategiesRequest
 export type SurfaceStrategiesResponse = Message<"engram.v2.SurfaceStrategiesResponse"> & {
   /**
    * Strategies, strongest first (support times average confidence).
+   * Engram design: lessons cluster when their index terms overlap by a third
+   * or more (Jaccard, single link); the representative statement is the
+   * cluster's lesson with the highest confidence, raised by reinforcement.
+   * The 2,000 most recent visible lessons are clustered; quarantined,
+   * invalidated and stale ones are left out.
    *
    * @generated from field: repeated engram.v2.EmergentStrategy strategies = 1;
    */
@@ -1056,6 +1092,20 @@ export type ListLoopLessonsRequest = Message<"engram.v2.ListLoopLessonsRequest">
    * @generated from field: string page_token = 10;
    */
   pageToken: string;
+
+  /**
+   * Engram design: only lessons with at least this confidence, in [0, 1].
+   *
+   * @generated from field: optional double min_confidence = 11;
+   */
+  minConfidence?: number | undefined;
+
+  /**
+   * Engram design: only lessons with a pending promotion (any state).
+   *
+   * @generated from field: bool pending_promotion = 12;
+   */
+  pendingPromotion: boolean;
 };
 
 /**
@@ -1181,10 +1231,11 @@ export type LessonDecision = Message<"engram.v2.LessonDecision"> & {
   lessonId: string;
 
   /**
-   * `stored` (persisted as a new lesson), `merged` (same content as an
-   * existing lesson of the caller in the same scope; that lesson was
-   * reinforced instead) or `rejected` (failed the validation gate, not
-   * stored).
+   * `accepted` (stored as a new lesson), `merged` (a near-duplicate of an
+   * existing lesson of the caller, or of an earlier candidate; that lesson
+   * was reinforced instead), `rejected` (failed the validation gate, not
+   * stored) or `quarantined` (stored but held back from guidance: it
+   * contradicts an active rule, or repeats a quarantined lesson).
    *
    * @generated from field: string decision = 3;
    */
@@ -1407,12 +1458,37 @@ export type LessonEntry = Message<"engram.v2.LessonEntry"> & {
   updatedAt: string;
 
   /**
-   * Engram design: direct changes made by UpdateLesson and
-   * ResolveLessonPromotion, oldest first.
+   * Engram design: changes made by UpdateLesson and ResolveLessonPromotion,
+   * outcomes (field `confidence`) and promotion moves (field `promotion`),
+   * oldest first; the most recent 200 are kept.
    *
    * @generated from field: repeated engram.v2.LessonAuditEvent audit_trail = 23;
    */
   auditTrail: LessonAuditEvent[];
+
+  /**
+   * Engram design: lineage — ids of the evidence the lesson was derived from
+   * and of what was merged into it.
+   *
+   * @generated from field: repeated string source_entry_ids = 24;
+   */
+  sourceEntryIds: string[];
+
+  /**
+   * Engram design: `source_deleted` when evidence it was derived from was
+   * deleted; empty otherwise.
+   *
+   * @generated from field: string lineage_review = 25;
+   */
+  lineageReview: string;
+
+  /**
+   * Engram design: true once a person refused a promotion of the lesson; it
+   * is never proposed again.
+   *
+   * @generated from field: bool promotion_refused = 26;
+   */
+  promotionRefused: boolean;
 };
 
 /**
@@ -1436,7 +1512,8 @@ export type LessonAuditEvent = Message<"engram.v2.LessonAuditEvent"> & {
   at: string;
 
   /**
-   * What changed: `scope`, `validation_status`, `stale`, `confidence` or
+   * What changed: `scope`, `validation_status`, `stale`, `confidence`,
+   * `content`, `importance`, `lane`, `metadata_json`, `lineage_review` or
    * `promotion`.
    *
    * @generated from field: string field = 2;
@@ -1452,8 +1529,8 @@ export type LessonAuditEvent = Message<"engram.v2.LessonAuditEvent"> & {
   oldValue: string;
 
   /**
-   * Value after the change, as text (for `promotion`: `accepted` or
-   * `refused`).
+   * Value after the change, as text (for `promotion`: the new state,
+   * `none`, `promoted`, or `accepted` / `refused` by a person).
    *
    * @generated from field: string new_value = 4;
    */
@@ -1542,6 +1619,21 @@ export type EmergentStrategy = Message<"engram.v2.EmergentStrategy"> & {
    * @generated from field: repeated string lesson_ids = 8;
    */
   lessonIds: string[];
+
+  /**
+   * Engram design: share of positive outcomes among the outcomes that
+   * credited the supporting lessons, in [0, 1]; 0 when none did.
+   *
+   * @generated from field: double success_rate = 9;
+   */
+  successRate: number;
+
+  /**
+   * Engram design: number of outcomes that credited the supporting lessons.
+   *
+   * @generated from field: uint32 outcome_count = 10;
+   */
+  outcomeCount: number;
 };
 
 /**
@@ -1566,8 +1658,39 @@ export const EmergentStrategySchema: GenMessage<EmergentStrategy> = /*@__PURE__*
  * rejected with INVALID_ARGUMENT:
  * - `lesson_type`: `success`, `failure`, `observation` (default), `rule`,
  *   `preference`.
- * - `scope`: `run` (default; recalled in its run only), `session`, `global`
- *   (recalled in every session of the same user).
+ * - `scope`: `run` (default; recalled in its run only), `session`
+ *   (Engram design: a session id and a run id name the same scope, so a
+ *   `session` lesson is recalled in its run only, like `run`; both can be
+ *   promoted), `global` (recalled in every run of the same user).
+ *
+ * Engram design — confidence: the mean of a Beta posterior, evidence_for /
+ * (evidence_for + evidence_against), seeded with two pseudo-outcomes at the
+ * lesson's initial confidence; an outcome adds |signal| (twice that when
+ * `verified_in_production`) to evidence_for when positive, to
+ * evidence_against when negative. Confidence, reinforcement count and
+ * production use weigh in ranking.
+ *
+ * Engram design — scope promotion of a `run` or `session` lesson or rule
+ * (target scope `global`); every move is audited on the lesson (field
+ * `promotion`) and sent on the control event stream
+ * (`lesson.promotion.proposed`, `lesson.promotion.changed`,
+ * `lesson.promotion.resolved`):
+ * - (none) → `proposed`: the lesson is confirmed — the validation gate merges
+ *   the same lesson learned in another run into it, or a positive outcome
+ *   credits it. A lesson whose promotion was refused is never proposed again.
+ * - `proposed` → `auditioning`: a positive outcome credits it (a proposal
+ *   made by an outcome moves on at once). An auditioning lesson is recalled
+ *   in all the owner's runs, at half weight outside its own run.
+ * - `auditioning` → promoted: 2 positive outcomes from other runs and
+ *   confidence ≥ 0.7; the scope becomes the target and the state clears.
+ * - `proposed` or `auditioning` → `quarantined`: 2 negative outcomes from
+ *   other runs, 2 negative outcomes in a row, or confidence below 0.4.
+ * - any lesson without a pending state (also a global one) → `quarantined`:
+ *   3 negative outcomes in a row — its fix stopped working.
+ * - ResolveLessonPromotion ends any pending state by hand.
+ * Quarantined and invalidated lessons are never retrieved as guidance (not
+ * by query, context or recall, not overlaid, not in diagnose or strategies);
+ * stale lessons are ranked lower and never overlaid. They stay listed.
  * - `importance`: `low`, `medium` (default), `high`, `critical`.
  *
  * @generated from service engram.v2.LearningService
@@ -1593,14 +1716,27 @@ export const LearningService: GenService<{
    * skipped and the caller's lessons go through the same validation gate,
    * persistence, promotion and events; they are stored with `auto_extracted`
    * = false. The response lists every candidate lesson with one decision each.
-   * Engram design: the validation gate rejects a lesson whose confidence is
-   * below the server's floor (default 0.3) and merges a lesson whose content
-   * equals (ignoring case and whitespace) an existing lesson of the caller
-   * in the same scope into that lesson.
+   * Engram design — the validation gate decides each candidate in order:
+   * `rejected` when its confidence is below 0.3 (or it repeats an invalidated
+   * lesson); `merged` when it is a near-duplicate of a lesson or rule of the
+   * caller (same kind and lesson type, same `user_id`, same or wider scope,
+   * any run; index terms overlapping by half or more (Jaccard) or cosine
+   * similarity ≥ 0.92) or of an earlier candidate of the same call — the
+   * existing lesson is reinforced (only by evidence it did not have yet, so
+   * reflecting the same evidence twice changes nothing) and, learned again in
+   * another run, proposed for promotion; `quarantined` when it contradicts an
+   * active rule the run sees (same topic, one says "never/do not/avoid" and
+   * the other does not) — it is stored but held back from guidance until
+   * ResolveLessonPromotion accepts it; `accepted` otherwise (stored).
+   * Extracted lessons are indexed by their content and conditions. The
+   * built-in extractor reads at most the run's 2,000 most recent entries.
+   * One reflection per user runs at a time, so concurrent reflections of the
+   * same evidence store no duplicates either.
    * Errors: INVALID_ARGUMENT (empty `run_id`; a lesson with empty `content`
    * or an unknown `lesson_type`, `scope` or `importance`, naming the field as
-   * `lessons[i].field`), NOT_FOUND (`checkpoint_id` names no checkpoint of
-   * the run).
+   * `lessons[i].field`; nothing of the batch is stored), NOT_FOUND
+   * (`checkpoint_id` names no checkpoint of the run), FAILED_PRECONDITION
+   * (`include_linked_runs`: run linking is not available yet).
    *
    * @generated from rpc engram.v2.LearningService.Reflect
    */
@@ -1670,10 +1806,17 @@ export const LearningService: GenService<{
    * Records a run-level outcome and reinforces the entries that produced it:
    * the entry named by `reference_id` (a lesson, rule or any entry of the
    * run) and every entry in `entry_ids`. A positive signal raises their
-   * reinforcement and confidence, a negative one lowers them. With an
-   * `idempotency_key` the outcome is applied at most once per key.
+   * reinforcement and confidence, a negative one lowers them (see the
+   * confidence model above); reinforcement can move a lesson's promotion
+   * state, and each reinforcement is audited on the entry (field
+   * `confidence`). With an `idempotency_key` the outcome is applied at most
+   * once per key and user, also across restarts and concurrent repeats.
+   * Engram design: an entry is credited when it is the caller's, about the
+   * outcome's `user_id` (or no user), and written in the run — or it is a
+   * lesson or rule that reaches the run from a wider scope (global or
+   * auditioning), since that is how it could have helped there.
    * Errors: INVALID_ARGUMENT (empty `run_id`, unknown `outcome`, `signal` not
-   * a number).
+   * a number, more than 1,000 `entry_ids`).
    *
    * @generated from rpc engram.v2.LearningService.RecordOutcome
    */

@@ -46,6 +46,7 @@ export function fuse(input: FusionInput): Fusion {
     let score = weights.lexical * lex + weights.semantic * sem + weights.recency * recency;
     if (input.namesAuthorOf(seq)) score += tuning.authorBonus;
     score *= tuning.importanceWeight[catalog.importanceLevel(seq)] ?? 1;
+    score *= catalog.learnedWeight(seq);
     if (stale) score *= tuning.stalePenalty;
     scores.set(seq, { score, parts: { semantic: sem, lexical: lex, recency, stalePenalty: stale, weights } });
   }

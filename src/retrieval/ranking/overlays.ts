@@ -31,9 +31,11 @@ export function placeReferences(hits: Hit[], taken: Set<number>, seqs: readonly 
 }
 
 /**
- * Overlays the scope's standing knowledge on the answer: the run's active rules always (each missing one replaces
- * the lowest-ranked plain hit), and lessons when they bear on the query (they share a term with it or score at
- * least half the top score), up to MAX_OVERLAYS in all. Unrelated lessons never displace relevant evidence.
+ * Overlays the scope's standing knowledge on the answer: the run's own active rules always (each missing one
+ * replaces the lowest-ranked plain hit); lessons, and rules reaching the run from a wider scope, when they bear on
+ * the query (they share a term with it or score at least half the top score); up to MAX_OVERLAYS in all, validated
+ * lessons before pending ones. Unrelated lessons never displace relevant evidence; stale, quarantined and
+ * invalidated ones are never overlaid.
  */
 export function overlayKnowledge(
   catalog: Catalog,
@@ -44,6 +46,7 @@ export function overlayKnowledge(
   scores: ReadonlyMap<number, Scored>,
   limit: number,
   toHit: ToHit,
+  isHomeRun: (seq: number) => boolean,
 ): void {
   const budget = Math.min(MAX_OVERLAYS, Math.floor(limit / 3));
   if (budget === 0) return;
@@ -51,15 +54,15 @@ export function overlayKnowledge(
   const overlays: { seq: number; score: number; type: "rule" | "lesson" }[] = [];
   // A run's global lessons are also in the owner's global lessons: consider each entry once.
   for (const seq of new Set(knowledge.flat())) {
-    if (taken.has(seq) || catalog.isStale(seq) || !accept(seq)) continue;
+    if (taken.has(seq) || catalog.isStale(seq) || catalog.isWithheld(seq) || !accept(seq)) continue;
     const type = catalog.entryType(seq);
     if (type !== "rule" && type !== "lesson") continue;
     const candidate = scores.get(seq);
     const relevant = candidate !== undefined && (candidate.parts.lexical > 0 || candidate.score >= 0.5 * topScore);
-    if (type === "lesson" && !relevant) continue;
-    overlays.push({ seq, score: candidate?.score ?? 0, type });
+    if (!relevant && !(type === "rule" && isHomeRun(seq))) continue;
+    overlays.push({ seq, score: (candidate?.score ?? 0) * (catalog.isValidated(seq) ? 2 : 1), type });
   }
-  // Rules first (standing instructions), then lessons; each best-scored, then newest.
+  // Rules first (standing instructions), then lessons; each best-scored (validated first), then newest.
   overlays.sort((a, b) => (a.type === b.type ? b.score - a.score || b.seq - a.seq : a.type === "rule" ? -1 : 1));
   let added = 0;
   for (const overlay of overlays) {

@@ -22,6 +22,8 @@ export interface SearchTuning {
   readonly neighbourShare: number;
   /** Added to entries whose author (speaker label or agent) the query names; the name leaves the lexical match. */
   readonly authorBonus: number;
+  /** Score multiplier of a lesson auditioning for a wider scope, outside the run it was learned in. */
+  readonly auditionPenalty: number;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -36,4 +38,5 @@ export const DEFAULT_TUNING: SearchTuning = {
   feedbackWeight: 0.4,
   neighbourShare: 0.15,
   authorBonus: 0.2,
+  auditionPenalty: 0.5,
 };

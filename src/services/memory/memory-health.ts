@@ -37,7 +37,7 @@ export function memoryHealthHandlers(deps: MemoryDeps): Handlers {
           lessonBType: newer.lessonType,
         })),
         lowConfidenceCount: report.lowConfidence.length,
-        promotionCandidates: [],
+        promotionCandidates: report.promotionCandidates.map((l) => l.id),
         sectionHealth: report.sections.map((s) => ({
           sectionName: s.section,
           count: s.count,
@@ -47,6 +47,8 @@ export function memoryHealthHandlers(deps: MemoryDeps): Handlers {
         })),
         lowConfidenceLessonIds: report.lowConfidence.map((l) => l.id),
         entriesInspected: report.inspected,
+        quarantinedLessonIds: report.quarantined.map((l) => l.id),
+        staleLessonIds: report.staleLessons.map((l) => l.id),
       };
     },
   };

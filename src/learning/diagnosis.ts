@@ -1,0 +1,91 @@
+// Diagnosis: for an error, the failure lessons and rules that match it (best first) and the owner's past failures
+// of the same kind with what fixed them, summed up in a sentence or two.
+import type { MemoryIndex } from "../memory/memory-index.js";
+import { terms } from "../retrieval/text.js";
+import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
+import { lessonTypeOf } from "./lesson-listing.js";
+import { searchLessons } from "./lesson-search.js";
+import type { OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
+
+/** Past step outcomes diagnosis reads: a bounded slice of the owner's. */
+const MAX_STEP_OUTCOMES = 5_000;
+/** Lessons considered before the failure filter and the limit. */
+const CANDIDATES = 200;
+/** Share of the error's terms a past failure's rationale must contain to count as the same failure. */
+const SAME_FAILURE_OVERLAP = 0.4;
+
+export interface DiagnoseInput {
+  readonly owner: number;
+  readonly runId: string;
+  readonly errorText: string;
+  readonly errorType: string;
+  readonly userId: string;
+  readonly limit: number;
+}
+
+export interface Diagnosis {
+  readonly lessons: readonly { readonly record: EntryRecord; readonly score: number }[];
+  readonly total: number;
+  readonly summary: string;
+}
+
+export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes: OutcomeStore, input: DiagnoseInput): Promise<Diagnosis> {
+  const catalog = index.catalog;
+  const inScope = (seq: number): boolean => input.runId === "" || catalog.runOf(seq) === input.runId || catalog.isGlobalLesson(seq);
+  const text = input.errorType === "" ? input.errorText : `${input.errorText} ${input.errorType}`;
+  const matches = await searchLessons(index, input.owner, text, inScope, CANDIDATES);
+  const typeWord = input.errorType.toLowerCase();
+  const found: { record: EntryRecord; score: number }[] = [];
+  for (const match of matches) {
+    const record = entries.get(match.seq);
+    if (record === undefined) continue;
+    const kind = lessonTypeOf(record);
+    if (kind !== "failure" && kind !== "rule") continue;
+    if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
+    const namesType = typeWord !== "" && `${record.content} ${record.metadataJson}`.toLowerCase().includes(typeWord);
+    found.push({ record, score: match.score * (namesType ? 1.3 : 1) });
+  }
+  found.sort((a, b) => b.score - a.score || b.record.seq - a.record.seq);
+  const pastFixes = fixesOfPastFailures(outcomes.stepOutcomesOfOwner(input.owner, MAX_STEP_OUTCOMES), input);
+  return { lessons: found.slice(0, input.limit), total: found.length, summary: summaryOf(found, pastFixes) };
+}
+
+interface PastFix {
+  readonly failure: StepOutcomeRecord;
+  /** What fixed it: the failure's own hint, or the next successful step of its run; "" when nothing did. */
+  readonly fix: string;
+}
+
+function fixesOfPastFailures(steps: readonly StepOutcomeRecord[], input: DiagnoseInput): PastFix[] {
+  const errorTerms = new Set(terms(input.errorText));
+  if (errorTerms.size === 0) return [];
+  const fixes: PastFix[] = [];
+  steps.forEach((step, i) => {
+    if (step.outcome !== "failure" || (input.userId !== "" && step.userId !== "" && step.userId !== input.userId)) return;
+    const stepTerms = new Set(terms(`${step.rationale} ${step.stepName}`));
+    let shared = 0;
+    for (const term of errorTerms) if (stepTerms.has(term)) shared++;
+    if (shared / errorTerms.size < SAME_FAILURE_OVERLAP) return;
+    const later = steps.slice(i + 1).find((s) => s.runId === step.runId && s.outcome === "success" && s.updatedAt >= step.updatedAt);
+    fixes.push({ failure: step, fix: step.directiveHint !== "" ? step.directiveHint : (later?.rationale ?? "") });
+  });
+  return fixes;
+}
+
+function summaryOf(found: readonly { record: EntryRecord }[], fixes: readonly PastFix[]): string {
+  if (found.length === 0 && fixes.length === 0) return "";
+  const parts: string[] = [];
+  const best = found[0];
+  if (best !== undefined) parts.push(`${found.length} matching failure lesson${found.length === 1 ? "" : "s"} or rules; best: ${clip(best.record.content)}`);
+  const fixed = fixes.filter((f) => f.fix !== "");
+  if (fixes.length > 0) {
+    const example = fixed[0];
+    parts.push(`${fixes.length} similar past failure${fixes.length === 1 ? "" : "s"}${example === undefined ? ", none with a recorded fix" : `; fixed by: ${clip(example.fix)}`}`);
+  }
+  return `${parts.join(". ")}.`;
+}
+
+function clip(text: string): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
+}

@@ -1,0 +1,355 @@
+// Reflection: a run's evidence (or a caller's lessons) turned into stored lessons. Candidates pass the validation
+// gate; what it accepts, merges and quarantines is committed in one transaction, then indexed and announced.
+import type { EventBus } from "../events/event-bus.js";
+import type { EntryWriter } from "../memory/entry-writer.js";
+import type { MemoryIndex } from "../memory/memory-index.js";
+import { terms, termFrequencies } from "../retrieval/text.js";
+import type { Storage } from "../storage/database.js";
+import { initialLearning, newEntry, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry } from "../storage/entry-store.js";
+import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from "./evidence.js";
+import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
+import type { OutcomeStore } from "./outcome-store.js";
+import { relearn } from "./reinforcement.js";
+import { DUPLICATE_COSINE, DUPLICATE_TERM_OVERLAP, ValidationGate, type GateDecision, type PreparedCandidate } from "./validation-gate.js";
+
+/** The most recent items of a run reflection reads; older evidence is left out (and the summary says so). */
+export const MAX_EVIDENCE_ITEMS = 2_000;
+/** Evidence text beyond this many characters is cut: lessons come from what happened, not from whole artifacts. */
+const MAX_EVIDENCE_CHARS = 2_000;
+/** Sources a lesson keeps in its lineage. */
+const MAX_SOURCE_IDS = 64;
+
+export interface ReflectRequestInput {
+  readonly owner: number;
+  readonly runId: string;
+  /** Only evidence after this checkpoint (already resolved to the caller's checkpoint entry). */
+  readonly after: EntryRecord | undefined;
+  readonly stepId: string;
+  /** 0 = all. */
+  readonly lastNItems: number;
+  readonly includeStepOutcomes: boolean;
+  readonly userId: string;
+  readonly agentId: string;
+  /** Caller-supplied lessons (validated); when non-empty the extractor is skipped. */
+  readonly callerLessons: readonly CandidateLesson[];
+  readonly signal?: AbortSignal;
+}
+
+export type DecisionKind = "accepted" | "merged" | "rejected" | "quarantined";
+
+export interface LessonDecisionResult {
+  readonly candidate: CandidateLesson;
+  readonly decision: DecisionKind;
+  readonly reason: string;
+  /** The stored lesson (new, merged into, or quarantined); undefined when rejected. */
+  readonly lesson: EntryRecord | undefined;
+}
+
+export interface Reflection {
+  readonly decisions: readonly LessonDecisionResult[];
+  readonly summary: string;
+  readonly confidence: number;
+  readonly degraded: boolean;
+  readonly fallbackReason: string;
+  readonly evidenceCount: number;
+}
+
+export class Reflector {
+  readonly #storage: Storage;
+  readonly #entries: EntryStore;
+  readonly #outcomes: OutcomeStore;
+  readonly #index: MemoryIndex;
+  readonly #writer: EntryWriter;
+  readonly #changes: LearningChanges;
+  readonly #events: EventBus;
+  readonly #extractor: LessonExtractor;
+  readonly #gate: ValidationGate;
+  /** One reflection at a time per owner: the gate compares against what earlier ones stored. Entries leave when done. */
+  readonly #running = new Map<number, Promise<unknown>>();
+
+  constructor(deps: {
+    storage: Storage;
+    entries: EntryStore;
+    outcomes: OutcomeStore;
+    index: MemoryIndex;
+    writer: EntryWriter;
+    changes: LearningChanges;
+    events: EventBus;
+    extractor: LessonExtractor;
+  }) {
+    this.#storage = deps.storage;
+    this.#entries = deps.entries;
+    this.#outcomes = deps.outcomes;
+    this.#index = deps.index;
+    this.#writer = deps.writer;
+    this.#changes = deps.changes;
+    this.#events = deps.events;
+    this.#extractor = deps.extractor;
+    this.#gate = new ValidationGate(deps.entries, deps.index.catalog, deps.index.dense);
+  }
+
+  async reflect(input: ReflectRequestInput): Promise<Reflection> {
+    const previous = this.#running.get(input.owner) ?? Promise.resolve();
+    const mine = previous.then(
+      () => this.#reflect(input),
+      () => this.#reflect(input),
+    );
+    this.#running.set(input.owner, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.#running.get(input.owner) === mine) this.#running.delete(input.owner);
+    }
+  }
+
+  async #reflect(input: ReflectRequestInput): Promise<Reflection> {
+    let extraction: Extraction;
+    let evidenceCount = 0;
+    const autoExtracted = input.callerLessons.length === 0;
+    if (autoExtracted) {
+      const evidence = this.evidence(input);
+      evidenceCount = evidence.length;
+      extraction = await this.#extractor.extract(evidence, input.signal);
+    } else {
+      extraction = { lessons: input.callerLessons, summary: "", confidence: 0, degraded: false, fallbackReason: "" };
+    }
+    const candidates = await this.#prepare(extraction.lessons);
+    const decisions = this.#decide(candidates, input);
+    const stored = await this.#commit(candidates, decisions, input, autoExtracted);
+    return {
+      decisions: stored,
+      summary: autoExtracted ? extraction.summary : callerSummary(stored),
+      confidence: extraction.confidence,
+      degraded: extraction.degraded,
+      fallbackReason: extraction.fallbackReason,
+      evidenceCount,
+    };
+  }
+
+  /** The run's evidence, oldest first, narrowed as the request asks. */
+  evidence(input: Pick<ReflectRequestInput, "owner" | "runId" | "after" | "stepId" | "lastNItems" | "includeStepOutcomes" | "userId">): EvidenceItem[] {
+    const items: EvidenceItem[] = [];
+    const afterSeq = input.after?.seq ?? 0;
+    const afterTime = input.after?.createdAt ?? 0;
+    const userMatches = (userId: string): boolean => input.userId === "" || userId === "" || userId === input.userId;
+    let read = 0;
+    for (const seq of this.#entries.visibleSeqs(input.owner, input.runId, true)) {
+      if (seq <= afterSeq || read >= MAX_EVIDENCE_ITEMS) break;
+      read++;
+      const entry = this.#entries.get(seq);
+      if (entry === undefined || entry.entryType === "lesson" || entry.entryType === "rule" || !userMatches(entry.userId)) continue;
+      const stepId = stepOf(entry.metadataJson);
+      if (input.stepId !== "" && stepId !== input.stepId) continue;
+      items.push({
+        id: entry.id,
+        kind: entry.entryType,
+        content: clip(entry.content),
+        createdAt: entry.createdAt,
+        agentId: entry.agentId,
+        stepId,
+        stepName: "",
+        outcome: "",
+        signal: 0,
+        directiveHint: "",
+      });
+    }
+    if (input.includeStepOutcomes) {
+      for (const step of this.#outcomes.stepOutcomesOfRun(input.owner, input.runId, MAX_EVIDENCE_ITEMS)) {
+        if (step.updatedAt <= afterTime || (input.stepId !== "" && step.stepId !== input.stepId) || !userMatches(step.userId)) continue;
+        items.push({
+          id: step.id,
+          kind: "step_outcome",
+          content: clip(step.rationale),
+          createdAt: step.updatedAt,
+          agentId: step.agentId,
+          stepId: step.stepId,
+          stepName: step.stepName,
+          outcome: step.outcome,
+          signal: step.signal,
+          directiveHint: clip(step.directiveHint),
+        });
+      }
+    }
+    if (input.stepId === "") {
+      for (const outcome of this.#outcomes.outcomesOfRun(input.owner, input.runId, 200)) {
+        if (outcome.createdAt <= afterTime || !userMatches(outcome.userId)) continue;
+        items.push({
+          id: outcome.id,
+          kind: "run_outcome",
+          content: clip(outcome.rationale),
+          createdAt: outcome.createdAt,
+          agentId: outcome.agentId,
+          stepId: "",
+          stepName: "",
+          outcome: outcome.outcome,
+          signal: outcome.signal,
+          directiveHint: "",
+        });
+      }
+    }
+    // Stable: entries were read newest first, so equal times keep write order once reversed.
+    items.reverse();
+    items.sort((a, b) => a.createdAt - b.createdAt);
+    return input.lastNItems > 0 ? items.slice(-input.lastNItems) : items;
+  }
+
+  async #prepare(lessons: readonly CandidateLesson[]): Promise<PreparedCandidate[]> {
+    if (lessons.length === 0) return [];
+    const texts = lessons.map(indexText);
+    const vectors = await this.#index.embedder.embed(texts);
+    return lessons.map((lesson, i) => ({ lesson, terms: new Set(terms(texts[i] as string)), vector: vectors[i] as Float32Array }));
+  }
+
+  #decide(candidates: readonly PreparedCandidate[], input: ReflectRequestInput): (GateDecision | { kind: "batch"; index: number; reason: string })[] {
+    const taken: number[] = [];
+    return candidates.map((candidate, i) => {
+      const earlier = taken.find((j) => sameCandidate(candidates[j] as PreparedCandidate, candidate));
+      if (earlier !== undefined) return { kind: "batch", index: earlier, reason: `the same as lesson ${earlier} of this reflection` };
+      const decision = this.#gate.decide(candidate, { owner: input.owner, runId: input.runId, userId: input.userId });
+      if (decision.kind === "accepted" || (decision.kind === "quarantined" && decision.into === undefined)) taken.push(i);
+      return decision;
+    });
+  }
+
+  async #commit(
+    candidates: readonly PreparedCandidate[],
+    decisions: readonly (GateDecision | { kind: "batch"; index: number; reason: string })[],
+    input: ReflectRequestInput,
+    autoExtracted: boolean,
+  ): Promise<LessonDecisionResult[]> {
+    const now = Date.now();
+    const by = { reason: "reflection", agentId: input.agentId };
+    const toWrite: { index: number; prepared: PreparedEntry }[] = [];
+    decisions.forEach((decision, index) => {
+      const candidate = candidates[index] as PreparedCandidate;
+      const quarantined = decision.kind === "quarantined" && decision.into === undefined;
+      if (decision.kind !== "accepted" && !quarantined) return;
+      const entry = lessonEntry(candidate.lesson, input, autoExtracted, now, quarantined);
+      toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(indexText(candidate.lesson)) } });
+    });
+    const { written, merged } = await this.#storage.transaction(() => {
+      const written = this.#entries.writeInTransaction(
+        toWrite.map((w) => w.prepared),
+        now,
+      );
+      const merged = new Map<number, AppliedLearning | undefined>();
+      decisions.forEach((decision, index) => {
+        if (decision.kind !== "merged") return;
+        const current = this.#entries.get(decision.into.seq);
+        if (current === undefined) return;
+        const candidate = (candidates[index] as PreparedCandidate).lesson;
+        const learned = relearn(current, input.runId, candidate.confidence, decision.newEvidence);
+        const sourceIds = [...new Set([...current.sourceIds, ...candidate.sourceIds])].slice(0, MAX_SOURCE_IDS);
+        merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds }, now));
+      });
+      return { written, merged };
+    });
+    this.#writer.committed(
+      written,
+      toWrite.map((w) => w.prepared),
+      "reflect",
+    );
+    this.#changes.committed([...merged.values()], "reflection");
+    const storedAt = new Map<number, EntryRecord>(toWrite.map((w, i) => [w.index, (written[i] as { record: EntryRecord }).record]));
+    const results = decisions.map((decision, index): LessonDecisionResult => {
+      const candidate = (candidates[index] as PreparedCandidate).lesson;
+      switch (decision.kind) {
+        case "accepted":
+          return { candidate, decision: "accepted", reason: decision.reason, lesson: storedAt.get(index) };
+        case "rejected":
+          return { candidate, decision: "rejected", reason: decision.reason, lesson: undefined };
+        case "merged":
+          return { candidate, decision: "merged", reason: decision.reason, lesson: merged.get(index)?.updated.after ?? decision.into };
+        case "quarantined":
+          return { candidate, decision: "quarantined", reason: decision.reason, lesson: decision.into ?? storedAt.get(index) };
+        case "batch":
+          return { candidate, decision: "merged", reason: decision.reason, lesson: storedAt.get(decision.index) };
+      }
+    });
+    const count = (kind: DecisionKind): number => results.filter((r) => r.decision === kind).length;
+    this.#events.publish({
+      type: "reflection.completed",
+      owner: input.owner,
+      runId: input.runId,
+      agentId: input.agentId,
+      payload: JSON.stringify({
+        lessons_created: storedAt.size,
+        accepted: count("accepted"),
+        merged: count("merged"),
+        rejected: count("rejected"),
+        quarantined: count("quarantined"),
+        auto_extracted: autoExtracted,
+      }),
+    });
+    return results;
+  }
+}
+
+/** What a lesson is found by: its text and the conditions under which it applies. */
+function indexText(lesson: CandidateLesson): string {
+  return lesson.conditions.length === 0 ? lesson.content : `${lesson.content}\n${lesson.conditions.join("\n")}`;
+}
+
+function lessonEntry(lesson: CandidateLesson, input: ReflectRequestInput, autoExtracted: boolean, now: number, quarantined: boolean): NewEntry {
+  const learning = initialLearning(lesson.confidence, input.runId);
+  return newEntry({
+    owner: input.owner,
+    runId: input.runId,
+    agentId: input.agentId,
+    userId: input.userId,
+    entryType: lesson.lessonType === "rule" ? "rule" : "lesson",
+    content: lesson.content,
+    lessonScope: lesson.scope,
+    lessonType: lesson.lessonType,
+    importance: lesson.importance,
+    metadataJson: JSON.stringify({ conditions: lesson.conditions, rationale: lesson.rationale, written_by: "reflect" }),
+    occurrenceTime: Math.floor(now / 1000),
+    source: autoExtracted ? "system" : "agent",
+    derived: autoExtracted,
+    confidence: lesson.confidence,
+    sourceIds: lesson.sourceIds.slice(0, MAX_SOURCE_IDS),
+    learning: quarantined ? { ...learning, promotionState: "quarantined", promotionTargetScope: lesson.scope } : learning,
+  });
+}
+
+function sameCandidate(a: PreparedCandidate, b: PreparedCandidate): boolean {
+  if (a.lesson.lessonType !== b.lesson.lessonType || a.lesson.scope !== b.lesson.scope) return false;
+  let shared = 0;
+  for (const term of a.terms) if (b.terms.has(term)) shared++;
+  const union = a.terms.size + b.terms.size - shared;
+  return (union > 0 && shared / union >= DUPLICATE_TERM_OVERLAP) || cosine(a.vector, b.vector) >= DUPLICATE_COSINE;
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
+function stepOf(metadataJson: string): string {
+  if (!metadataJson.includes("step_id")) return "";
+  try {
+    const value: unknown = JSON.parse(metadataJson);
+    const step = typeof value === "object" && value !== null ? (value as Record<string, unknown>)["step_id"] : undefined;
+    return typeof step === "string" ? step : "";
+  } catch {
+    return "";
+  }
+}
+
+function clip(text: string): string {
+  return text.length > MAX_EVIDENCE_CHARS ? text.slice(0, MAX_EVIDENCE_CHARS) : text;
+}
+
+function callerSummary(results: readonly LessonDecisionResult[]): string {
+  const count = (kind: DecisionKind): number => results.filter((r) => r.decision === kind).length;
+  return `${results.length} supplied lessons: ${count("accepted")} accepted, ${count("merged")} merged, ${count("rejected")} rejected, ${count("quarantined")} quarantined.`;
+}

@@ -1,0 +1,178 @@
+// How outcomes change what Engram believes about an entry, and how a lesson moves between scopes.
+//
+// Confidence is the mean of a Beta posterior: evidenceFor / (evidenceFor + evidenceAgainst), seeded with two
+// pseudo-outcomes at the initial confidence. An outcome adds |signal| (twice that when verified in production) to
+// evidenceFor when positive, to evidenceAgainst when negative.
+//
+// Promotion of a lesson or rule whose scope is `run` or `session` (target: `global`):
+//   ""          → proposed     it is confirmed: re-learned in another run, or credited by a positive outcome
+//   proposed    → auditioning  a positive outcome credits it (a proposal made by an outcome goes on at once)
+//   auditioning → (promoted)   AUDITION_WINS positive outcomes from other runs and confidence ≥ PROMOTE_CONFIDENCE:
+//                              the scope becomes the target and the state clears
+//   proposed or auditioning → quarantined   AUDITION_LOSSES negative outcomes from other runs, two negative outcomes
+//                              in a row, or confidence below QUARANTINE_CONFIDENCE
+//   "" (any scope) → quarantined   QUARANTINE_STREAK negative outcomes in a row: its fix stopped working
+// A quarantined lesson is never retrieved as guidance. ResolveLessonPromotion ends any pending state by hand; a
+// refused promotion is never proposed again.
+import type { EntryAuditEvent, EntryRecord, LearningState, PromotionState } from "../storage/entry-record.js";
+import { MAX_CONFIRMED_RUNS } from "../storage/entry-record.js";
+
+export const AUDITION_WINS = 2;
+export const AUDITION_LOSSES = 2;
+export const PROMOTE_CONFIDENCE = 0.7;
+export const QUARANTINE_CONFIDENCE = 0.4;
+export const QUARANTINE_STREAK = 3;
+/** Weight of an outcome verified in production, relative to an ordinary one. */
+export const VERIFIED_WEIGHT = 2;
+/** A re-learned lesson counts as this share of a positive outcome of the candidate's confidence. */
+const RELEARNED_WEIGHT = 0.5;
+
+/** A change of promotion state, audited on the lesson and announced on the event stream. */
+export interface PromotionMove {
+  readonly from: PromotionState;
+  /** The new state; `promoted` when the lesson took its target scope; `accepted` or `refused` by a person. */
+  readonly to: PromotionState | "promoted" | "accepted" | "refused";
+  readonly targetScope: string;
+  readonly reason: string;
+}
+
+/** An entry's learning after some event: the fields to store and the promotion moves made. */
+export interface Learned {
+  readonly learning: LearningState;
+  readonly confidence: number;
+  readonly lessonScope: string;
+  readonly moves: readonly PromotionMove[];
+}
+
+export interface Credit {
+  /** In [-1, 1], not 0. */
+  readonly signal: number;
+  readonly verifiedInProduction: boolean;
+  /** The run whose outcome it is. */
+  readonly runId: string;
+  readonly outcomeId: string;
+}
+
+function isKnowledge(entry: EntryRecord): boolean {
+  return entry.entryType === "lesson" || entry.entryType === "rule";
+}
+
+export function posteriorMean(learning: Pick<LearningState, "evidenceFor" | "evidenceAgainst">): number {
+  const total = learning.evidenceFor + learning.evidenceAgainst;
+  return total <= 0 ? 0 : Math.min(1, Math.max(0, learning.evidenceFor / total));
+}
+
+/** Applies one outcome to an entry. */
+export function reinforce(entry: EntryRecord, credit: Credit): Learned {
+  const weight = Math.abs(credit.signal) * (credit.verifiedInProduction ? VERIFIED_WEIGHT : 1);
+  const positive = credit.signal > 0;
+  const before = entry.learning;
+  const elsewhere = credit.runId !== entry.runId;
+  let learning: LearningState = {
+    ...before,
+    evidenceFor: before.evidenceFor + (positive ? weight : 0),
+    evidenceAgainst: before.evidenceAgainst + (positive ? 0 : weight),
+    reinforcementCount: before.reinforcementCount + 1,
+    verifiedInProduction: before.verifiedInProduction || (positive && credit.verifiedInProduction),
+    negativeStreak: positive ? 0 : before.negativeStreak + 1,
+    auditionWins: before.auditionWins + (before.promotionState === "auditioning" && elsewhere && positive ? 1 : 0),
+    auditionLosses: before.auditionLosses + (before.promotionState === "auditioning" && elsewhere && !positive ? 1 : 0),
+  };
+  const confidence = posteriorMean(learning);
+  if (!isKnowledge(entry)) return { learning, confidence, lessonScope: entry.lessonScope, moves: [] };
+  const moves: PromotionMove[] = [];
+  let scope = entry.lessonScope;
+  const move = (to: PromotionState | "promoted", targetScope: string, reason: string): void => {
+    moves.push({ from: learning.promotionState, to, targetScope, reason });
+    if (to === "promoted") {
+      scope = targetScope;
+      learning = { ...learning, promotionState: "", promotionTargetScope: "", auditionWins: 0, auditionLosses: 0 };
+    } else {
+      learning = { ...learning, promotionState: to, promotionTargetScope: targetScope };
+    }
+  };
+  const state = (): PromotionState => learning.promotionState;
+  if (positive && state() === "" && canBeProposed(entry, learning, scope)) move("proposed", "global", `confirmed by a positive outcome (${credit.outcomeId})`);
+  if (positive && state() === "proposed") {
+    move("auditioning", learning.promotionTargetScope, `credited by a positive outcome (${credit.outcomeId}); recalled in other runs at reduced weight`);
+  }
+  if (state() === "auditioning" && learning.auditionWins >= AUDITION_WINS && confidence >= PROMOTE_CONFIDENCE) {
+    move("promoted", learning.promotionTargetScope, `${learning.auditionWins} positive outcomes in other runs, confidence ${confidence.toFixed(2)}`);
+  }
+  if (!positive && (state() === "proposed" || state() === "auditioning")) {
+    const why =
+      learning.auditionLosses >= AUDITION_LOSSES
+        ? `${learning.auditionLosses} negative outcomes in other runs`
+        : learning.negativeStreak >= 2
+          ? `${learning.negativeStreak} negative outcomes in a row`
+          : confidence < QUARANTINE_CONFIDENCE
+            ? `confidence fell to ${confidence.toFixed(2)}`
+            : "";
+    if (why !== "") move("quarantined", learning.promotionTargetScope, why);
+  }
+  if (!positive && state() === "" && learning.negativeStreak >= QUARANTINE_STREAK) {
+    move("quarantined", scope, `${learning.negativeStreak} negative outcomes in a row (${credit.outcomeId})`);
+  }
+  return { learning, confidence, lessonScope: scope, moves };
+}
+
+/** A lesson re-learned (merged) from new evidence: in another run it is confirmed and may be proposed. */
+export function relearn(entry: EntryRecord, runId: string, candidateConfidence: number, newEvidence: boolean): Learned {
+  const before = entry.learning;
+  const confirmedRuns = before.confirmedRuns.includes(runId) ? before.confirmedRuns : [...before.confirmedRuns, runId].slice(-MAX_CONFIRMED_RUNS);
+  let learning: LearningState = {
+    ...before,
+    confirmedRuns,
+    evidenceFor: before.evidenceFor + (newEvidence ? RELEARNED_WEIGHT * candidateConfidence : 0),
+  };
+  const confidence = newEvidence ? posteriorMean(learning) : entry.confidence;
+  const moves: PromotionMove[] = [];
+  if (isKnowledge(entry) && runId !== entry.runId && learning.promotionState === "" && canBeProposed(entry, learning, entry.lessonScope)) {
+    moves.push({ from: "", to: "proposed", targetScope: "global", reason: `re-learned in run ${JSON.stringify(runId)}` });
+    learning = { ...learning, promotionState: "proposed", promotionTargetScope: "global" };
+  }
+  return { learning, confidence, lessonScope: entry.lessonScope, moves };
+}
+
+function canBeProposed(entry: EntryRecord, learning: LearningState, scope: string): boolean {
+  return scope !== "global" && !learning.promotionRefused && entry.validationStatus !== "invalidated" && !isStaleRecordLike(entry);
+}
+
+function isStaleRecordLike(entry: EntryRecord): boolean {
+  return entry.stale || entry.supersededBy !== "";
+}
+
+/** A person's decision on a pending promotion. */
+export function resolvePromotion(entry: EntryRecord, accept: boolean): Learned & { validationStatus: string } {
+  const before = entry.learning;
+  const quarantined = before.promotionState === "quarantined";
+  const learning: LearningState = {
+    ...before,
+    promotionState: "",
+    promotionTargetScope: "",
+    promotionRefused: before.promotionRefused || !accept,
+    auditionWins: 0,
+    auditionLosses: 0,
+    negativeStreak: accept ? 0 : before.negativeStreak,
+  };
+  return {
+    learning,
+    confidence: entry.confidence,
+    lessonScope: accept && before.promotionTargetScope !== "" ? before.promotionTargetScope : entry.lessonScope,
+    // Refusing a quarantined lesson confirms the quarantine: it stays out of guidance as invalidated.
+    validationStatus: !accept && quarantined ? "invalidated" : entry.validationStatus,
+    moves: [{ from: before.promotionState, to: accept ? "accepted" : "refused", targetScope: before.promotionTargetScope, reason: accept ? "accepted by a person" : "refused by a person" }],
+  };
+}
+
+/** The audit events of promotion moves (field `promotion`). */
+export function promotionAudit(moves: readonly PromotionMove[], at: number, agentId: string, reason = ""): EntryAuditEvent[] {
+  return moves.map((m) => ({
+    at,
+    field: "promotion",
+    from: m.from === "" ? "none" : m.from,
+    to: m.to === "" ? "none" : m.to,
+    reason: reason === "" ? m.reason : `${m.reason}: ${reason}`,
+    agentId,
+  }));
+}

@@ -1,0 +1,72 @@
+// Lesson listing under /v2/control/lessons and /v2/loop/lessons (POST, and GET with query parameters): filters
+// validated, pages continued by an opaque cursor bound to the filters it was issued for.
+import { createHash } from "node:crypto";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { LearningService, ListLessonsRequest } from "../../../gen/engram/v2/learning_service_pb.js";
+import { callerOf } from "../../auth/principal.js";
+import { invalidArgument } from "../../platform/errors.js";
+import type { Catalog } from "../../retrieval/catalog.js";
+import { IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, PROMOTION_STATES, VALIDATION_STATUSES, type EntryStore } from "../../storage/entry-store.js";
+import { listLessons, type LessonFilter } from "../../learning/lesson-listing.js";
+import { lessonEntryOf } from "../../learning/lesson-view.js";
+import { bounded, oneOf } from "../memory/validate.js";
+import { clampedConfidence } from "./confidence.js";
+
+type Handlers = Pick<ServiceImpl<typeof LearningService>, "listLessons" | "listLoopLessons">;
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 500;
+const MAX_PAGE_TOKEN_LENGTH = 200;
+
+/** The request fields both listing routes share (ListLoopLessonsRequest has the same fields). */
+type ListRequest = Omit<ListLessonsRequest, "$typeName" | "$unknown">;
+
+export function listingHandlers(deps: { entries: EntryStore; catalog: Catalog }): Handlers {
+  const list = (req: ListRequest, owner: number) => {
+    const filter: LessonFilter = {
+      owner,
+      runId: bounded("run_id", req.runId),
+      scope: req.scope === "" ? "" : oneOf("scope", req.scope, LESSON_SCOPES, "run"),
+      importance: req.importance === "" ? "" : oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
+      lessonType: req.lessonType === "" ? "" : oneOf("lesson_type", req.lessonType, LESSON_TYPES, "observation"),
+      validationStatus: req.validationStatus === "" ? "" : oneOf("validation_status", req.validationStatus, VALIDATION_STATUSES, "pending"),
+      promotionState: req.promotionState === "" ? "" : oneOf("promotion_state", req.promotionState, PROMOTION_STATES, "proposed"),
+      pendingPromotion: req.pendingPromotion,
+      excludeStale: req.excludeStale,
+      userId: bounded("user_id", req.userId),
+      minConfidence: req.minConfidence === undefined ? 0 : clampedConfidence("min_confidence", req.minConfidence),
+    };
+    const limit = req.limit === 0 ? DEFAULT_LIMIT : Math.min(MAX_LIMIT, req.limit);
+    const filters = filtersHash(filter);
+    const before = req.pageToken === "" ? undefined : decodeToken(req.pageToken, filters);
+    const page = listLessons(deps.entries, deps.catalog, filter, limit, before);
+    return {
+      lessons: page.lessons.map(lessonEntryOf),
+      nextPageToken: page.nextBefore === undefined ? "" : Buffer.from(JSON.stringify({ before: page.nextBefore, filters }), "utf8").toString("base64url"),
+    };
+  };
+  return {
+    listLessons: (req, ctx) => list(req, callerOf(ctx).userId),
+    listLoopLessons: (req, ctx) => list(req, callerOf(ctx).userId),
+  };
+}
+
+function filtersHash(filter: LessonFilter): string {
+  return createHash("sha256").update(JSON.stringify(filter)).digest("base64url").slice(0, 16);
+}
+
+function decodeToken(token: string, filters: string): number {
+  const malformed = invalidArgument("page_token", "is malformed; pass a next_page_token unchanged");
+  if (token.length > MAX_PAGE_TOKEN_LENGTH || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+  } catch {
+    throw malformed;
+  }
+  if (parsed === null || typeof parsed !== "object") throw malformed;
+  const { before, filters: issuedFor } = parsed as Record<string, unknown>;
+  if (typeof before !== "number" || !Number.isSafeInteger(before) || before < 0 || typeof issuedFor !== "string") throw malformed;
+  if (issuedFor !== filters) throw invalidArgument("page_token", "was issued for other filters; send the same filters with it");
+  return before;
+}
