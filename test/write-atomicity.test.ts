@@ -64,6 +64,12 @@ interface WriteCase {
 
 let doomed = 0;
 
+const LEARN = {
+  reflect: "engram.v2.LearningService/Reflect",
+  outcome: "engram.v2.LearningService/RecordOutcome",
+  stepOutcome: "engram.v2.LearningService/RecordStepOutcome",
+} as const;
+
 const CASES: WriteCase[] = [
   { name: "remember", rpc: RPC.remember, request: () => ({ session_id: "atom", content: "The release train leaves on Thursday at noon.", intent: "fact" }) },
   {
@@ -109,9 +115,67 @@ const CASES: WriteCase[] = [
       const run = `atom-doomed-${++doomed}`;
       await ingestAndWait(connect, alice, run, [{ text: "Temporary note one." }, { text: "Temporary note two." }]);
       await ok(connect, "engram.v2.CoreService/InsertNode", { run_id: run, text: "a node of the doomed run" }, alice);
+      await ok(connect, LEARN.stepOutcome, { run_id: run, step_id: "s1", outcome: "failure", rationale: "flaky" }, alice);
+      await ok(connect, LEARN.outcome, { run_id: run, outcome: "failure", idempotency_key: `${run}-key` }, alice);
       return { run };
     },
     request: (ids) => ({ run_id: ids["run"] as string }),
+  },
+  {
+    name: "reflect (built-in extractor)",
+    rpc: LEARN.reflect,
+    setup: async () => {
+      const run = `atom-reflect-${++doomed}`;
+      await ingestAndWait(connect, alice, run, [
+        { text: "Error: npm install failed with EACCES on the cache directory.", entry_type: "trace" },
+        { text: "Fixed by pointing npm_config_cache to a writable directory; install succeeded.", entry_type: "trace" },
+      ]);
+      await ok(connect, LEARN.stepOutcome, { run_id: run, step_id: "install", outcome: "failure", directive_hint: "Set npm_config_cache to a writable directory before npm install" }, alice);
+      return { run };
+    },
+    request: (ids) => ({ run_id: ids["run"] as string }),
+  },
+  {
+    name: "reflect (caller lessons: one new, one merged into an earlier run's lesson)",
+    rpc: LEARN.reflect,
+    setup: async () => {
+      await ok(connect, LEARN.reflect, { run_id: `atom-lessons-${++doomed}`, lessons: [{ content: "Pin the base image digest in every Dockerfile.", lesson_type: "rule" }] }, alice);
+      return { run: `atom-lessons-${++doomed}` };
+    },
+    request: (ids) => ({
+      run_id: ids["run"] as string,
+      lessons: [{ content: "Pin the base image digest in every Dockerfile.", lesson_type: "rule" }, { content: "Run the linter before pushing.", lesson_type: "success" }],
+      confidence: 0.8,
+    }),
+  },
+  {
+    name: "outcome (reinforcement, promotion, idempotency key)",
+    rpc: LEARN.outcome,
+    setup: async () => {
+      const run = `atom-outcome-${++doomed}`;
+      const reflected = await ok(connect, LEARN.reflect, { run_id: run, lessons: [{ content: `Warm the cache before benchmark ${doomed}.`, lesson_type: "success" }], confidence: 0.6 }, alice);
+      const lesson = String((reflected["lessons"] as JsonObject[])[0]?.["lesson_id"]);
+      const fact = (await ingestAndWait(connect, alice, run, [{ text: "The benchmark ran on the warm cache." }]))[0] as string;
+      return { run, lesson, fact };
+    },
+    request: (ids) => ({ run_id: ids["run"] as string, reference_id: ids["lesson"] as string, entry_ids: [ids["fact"] as string], outcome: "success", idempotency_key: `${ids["run"]}-k` }),
+  },
+  {
+    name: "step_outcome",
+    rpc: LEARN.stepOutcome,
+    request: () => ({ run_id: "atom", step_id: "build", outcome: "partial", signal: 0.4, directive_hint: "Cache the toolchain.", metadata_json: "{\"n\":1}" }),
+  },
+  {
+    name: "lessons/resolve_promotion",
+    rpc: "engram.v2.LearningService/ResolveLessonPromotion",
+    setup: async () => {
+      const run = `atom-promotion-${++doomed}`;
+      const reflected = await ok(connect, LEARN.reflect, { run_id: run, lessons: [{ content: `Rotate the signing key ${doomed} yearly.`, lesson_type: "rule" }], confidence: 0.6 }, alice);
+      const lesson = String((reflected["lessons"] as JsonObject[])[0]?.["lesson_id"]);
+      await ok(connect, LEARN.outcome, { run_id: run, reference_id: lesson, outcome: "success" }, alice);
+      return { lesson };
+    },
+    request: (ids) => ({ lesson_id: ids["lesson"] as string, resolution: "accept", reason: "reviewed" }),
   },
   { name: "core insert", rpc: "engram.v2.CoreService/InsertNode", request: () => ({ run_id: "atom", text: "a core node", metadata_json: "{\"k\":1}" }) },
   {
@@ -255,6 +319,10 @@ describe("poison inputs: 4xx or success, never 5xx, never partial", () => {
     ["append.run_id", "engram.v2.MemoryService/AppendActivity", (v) => ({ run_id: v, activity: { type: "t", payload: "p" } })],
     ["lessons/update.lesson_id", "engram.v2.LearningService/UpdateLesson", (v) => ({ lesson_id: v, confidence: 0.5 })],
     ["delete_run.run_id", "engram.v2.RunsService/DeleteRun", (v) => ({ run_id: v })],
+    ["reflect.run_id", LEARN.reflect, (v) => ({ run_id: v })],
+    ["reflect.lessons.content", LEARN.reflect, (v) => ({ run_id: "p", lessons: [{ content: v }] })],
+    ["outcome.idempotency_key", LEARN.outcome, (v) => ({ run_id: "p", outcome: "success", idempotency_key: v })],
+    ["step_outcome.step_id", LEARN.stepOutcome, (v) => ({ run_id: "p", step_id: v, outcome: "success" })],
     ["core insert.run_id", "engram.v2.CoreService/InsertNode", (v) => ({ run_id: v, text: "n" })],
     ["scratchpad.session_id", "engram.v2.CoreService/WriteScratchpad", (v) => ({ session_id: v, key: "k", content: "c" })],
     ["scratchpad.key", "engram.v2.CoreService/WriteScratchpad", (v) => ({ session_id: "p", key: v, content: "c" })],

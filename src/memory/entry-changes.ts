@@ -31,8 +31,9 @@ export class EntryChanges {
       reindex = { termFreqs: termFrequencies(patch.content), vector };
     }
     const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
-    if (updated === undefined || updated.changed.length === 0) return updated;
+    if (updated === undefined || updated.after === updated.before) return updated;
     this.#index.indexUpdated(updated, reindex);
+    if (updated.changed.length === 0) return updated;
     this.#events.publish({
       type: updated.after.entryType === "lesson" ? "lesson.updated" : "entry.updated",
       owner: updated.after.owner,

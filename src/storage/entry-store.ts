@@ -70,7 +70,7 @@ export interface ChangeAttribution {
 export interface UpdatedEntry {
   readonly before: EntryRecord;
   readonly after: EntryRecord;
-  /** Names of the fields whose value changed. */
+  /** Names of the fields whose value changed (bookkeeping fields, which are not audited, are not named). */
   readonly changed: readonly string[];
   /** When the content changed: the index terms the entry had before, read in the transaction that replaced them. */
   readonly previousTermFreqs: ReadonlyMap<string, number> | undefined;
@@ -188,13 +188,14 @@ export class EntryStore {
     if (before === undefined) return undefined;
     const changes: EntryAuditEvent[] = [];
     const changed: string[] = [];
+    let bookkeeping = false;
     const next: Record<string, unknown> = { ...before };
     for (const [field, value] of Object.entries(patch) as [keyof EntryPatch, unknown][]) {
       if (value === undefined) continue;
       if (BOOKKEEPING_FIELDS.has(field)) {
         if (JSON.stringify(before[field]) === JSON.stringify(value)) continue;
         next[field] = value;
-        changed.push(field);
+        bookkeeping = true;
         continue;
       }
       if (before[field] === value) continue;
@@ -202,7 +203,7 @@ export class EntryStore {
       changed.push(field);
       changes.push({ at: now, field, from: auditText(before[field]), to: auditText(value), reason: by.reason, agentId: by.agentId });
     }
-    if (changed.length === 0 && extraAudit.length === 0) return { before, after: before, changed: [], previousTermFreqs: undefined };
+    if (changed.length === 0 && !bookkeeping && extraAudit.length === 0) return { before, after: before, changed: [], previousTermFreqs: undefined };
     let termCount = before.termCount;
     let previousTermFreqs: ReadonlyMap<string, number> | undefined;
     if (patch.content !== undefined && patch.content !== before.content) {

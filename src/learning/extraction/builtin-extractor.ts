@@ -174,6 +174,7 @@ class EvidenceReader {
   #open: Chain[] = [];
   readonly #statements = new Map<string, Statement>();
   readonly #statementCounts = new Map<LessonType, number>();
+  readonly #statementKeys = new Map<string, string>();
   readonly #hints = new Map<string, Hint>();
   readonly #successes: Draft[] = [];
 
@@ -207,7 +208,9 @@ class EvidenceReader {
     if (item.directiveHint.trim() !== "") this.#hint(item, index, failed);
     if (failed) {
       const rationale = clip(collapse(item.content), LIMITS.sentenceChars);
-      const text = rationale !== "" ? rationale : item.stepName !== "" ? `step ${item.stepName} failed` : "the run failed";
+      // "The run failed" with nothing else teaches nothing; a step's name at least says where.
+      if (rationale === "" && item.stepName === "") return;
+      const text = rationale !== "" ? rationale : `step ${item.stepName} failed`;
       const chain = this.#failure({ index, item, text, terms: keyTerms(text), fromOutcome: true, hard: hasHardError(text) });
       if (chain !== undefined && item.directiveHint.trim() !== "") chain.hinted = true;
     } else if (isSucceeded(item)) {
@@ -217,7 +220,10 @@ class EvidenceReader {
 
   #statement(type: LessonType, sentence: string, item: EvidenceItem, index: number): void {
     const text = statementBody(sentence);
-    const key = `${type}:${[...identityTerms(text)].sort().join(" ")}`;
+    // Agents repeat themselves word for word: remember each wording's key rather than stem it again.
+    const wording = `${type}:${text.toLowerCase()}`;
+    const key = this.#statementKeys.get(wording) ?? `${type}:${[...identityTerms(text)].sort().join(" ")}`;
+    if (this.#statementKeys.size < LIMITS.items) this.#statementKeys.set(wording, key);
     const known = this.#statements.get(key);
     if (known !== undefined) {
       pushUnique(known.ids, item.id);
@@ -318,7 +324,8 @@ class EvidenceReader {
     // A fix that names its own symptom, or gives its own reason, is not assumed to fix whatever failed just before.
     const chain = this.#chainForFix(item, index, terms, parts.symptom === "" && !hasReason(sentence));
     if (chain !== undefined) {
-      if (chain.fix === "") chain.fix = parts.fix;
+      // A fix sentence we cannot take apart is still the best account of the fix: keep it whole.
+      if (chain.fix === "") chain.fix = parts.fix !== "" ? parts.fix : keyTerms(sentence).size >= 2 ? clip(statementBody(sentence), 200) : "";
       pushUnique(chain.fixIds, item.id);
       pushUnique(chain.ids, item.id);
       chain.lastIndex = index;
@@ -492,6 +499,10 @@ function failureDraft(chains: readonly Chain[]): Draft | undefined {
   } else if (fix !== "") {
     content = `When ${symptom}, ${fixClause(fix)}${attempt === "" ? "" : ` (instead of ${attempt})`}`;
     confidence = 0.5 + (confirmed ? 0.1 : 0) + 0.05 * Math.min(4, ids.length - 1);
+  } else if (confirmed) {
+    // It succeeded later and nothing says what changed: a retry is what the evidence supports.
+    content = `When ${symptom}, retry ${step === "" ? "it" : `step ${step}`}: it succeeded on a later attempt`;
+    confidence = 0.4 + 0.05 * Math.min(3, ids.length - 2);
   } else {
     content =
       attempt !== ""
@@ -504,7 +515,7 @@ function failureDraft(chains: readonly Chain[]): Draft | undefined {
   const confirmations = chains.flatMap((c) => (c.confirmedBy === undefined ? [] : [c.confirmedBy.id]));
   const rationale = [
     `Failed in ${idList(failedIds)}${repeated ? ` (${times} times)` : ""}`,
-    fix === "" ? "no fix was seen" : `fix seen in ${idList(fixIds.length > 0 ? fixIds : confirmations)}`,
+    fix !== "" ? `fix seen in ${idList(fixIds.length > 0 ? fixIds : confirmations)}` : confirmed ? "no fix was described" : "no fix was seen",
     confirmations.length > 0 ? `confirmed by the success of ${idList(confirmations)}` : "",
   ].filter((part) => part !== "");
   return {

@@ -16,7 +16,7 @@ const HTTP_ERROR =
 const ABSENT_ERROR = /\b(?:no|without|zero|0)\s+(?:errors?|failures?|exceptions?|crash(?:es)?|timeouts?)\b|\berror[- ]free\b/gi;
 /** A fix that did not happen: "did not work", "still failing", "didn't help". */
 const NEGATED_FIX =
-  /\b(?:did ?n[o'’]t|does ?n[o'’]t|do ?n[o'’]t|not|never|no longer|still not)\s+(?:\w+\s+)?(?:fix|fixed|resolve|resolved|solve|solved|help|helped|work|worked|working|succeed|succeeded|pass|passed)\b|\bstill\s+(?:fail(?:s|ed|ing)?|broken|erroring|timing out)\b|\bunresolved\b/i;
+  /\b(?:did ?n[o'’]t|does ?n[o'’]t|do ?n[o'’]t|not|never|no longer|still not)\s+(?:\w+\s+)?(?:fix|fixes|fixed|resolve|resolves|resolved|solve|solves|solved|help|helps|helped|work|works|worked|working|succeed|succeeds|succeeded|pass|passes|passed)\b|\bstill\s+(?:fail(?:s|ed|ing)?|broken|erroring|timing out)\b|\bunresolved\b/i;
 const FIX_WORDS =
   /\b(?:fixed|fixes|resolved|resolves|solved|solves|worked|works|working now|succeeded|succeeds|successful(?:ly)?|did the trick|workaround|recovered|the fix|solution)\b|\bfix\s*:|\b(?:tests?|build|checks?|ci|it|step|deploy(?:ment)?)\s+(?:now\s+)?pass(?:ed|es)?\b/i;
 /** Labels some agents put before a statement: "Note: never …". */
@@ -205,7 +205,7 @@ const PAST_TO_BASE: Readonly<Record<string, string>> = {
   imported: "import", included: "include", increased: "increase", installed: "install", killed: "kill", limited: "limit",
   lowered: "lower", marked: "mark", merged: "merge", migrated: "migrate", mounted: "mount", moved: "move", opened: "open",
   passed: "pass", patched: "patch", pinned: "pin", provided: "provide", pulled: "pull", pushed: "push", quoted: "quote",
-  raised: "raise", ran: "run", rebuilt: "rebuild", reduced: "reduce", refreshed: "refresh", regenerated: "regenerate",
+  raised: "raise", ran: "run", "re-ran": "re-run", rebuilt: "rebuild", reduced: "reduce", refreshed: "refresh", regenerated: "regenerate",
   reinstalled: "reinstall", removed: "remove", renamed: "rename", replaced: "replace", reran: "rerun", restarted: "restart",
   retried: "retry", reverted: "revert", rotated: "rotate", skipped: "skip", specified: "specify", split: "split",
   started: "start", stopped: "stop", supplied: "supply", switched: "switch", tagged: "tag", updated: "update",
@@ -233,6 +233,14 @@ function gerundOfVerb(verb: string): string {
   return `${verb}ing`;
 }
 
+/** "rotate the token and re-ran" → "rotate the token and re-run": past-tense verbs after "and" or "then" too. */
+function laterVerbsToBase(phrase: string): string {
+  return phrase.replace(/\b(and|then|,)(\s+)([a-z-]+)\b/gi, (whole, joint: string, space: string, word: string) => {
+    const base = PAST_TO_BASE[word.toLowerCase()];
+    return base === undefined ? whole : `${joint}${space}${base}`;
+  });
+}
+
 type VerbForm = { readonly form: "base" | "gerund"; readonly phrase: string } | { readonly form: "other"; readonly phrase: string };
 
 /** Reads a phrase's leading verb: imperative (past tense converted), gerund, or something else. */
@@ -241,8 +249,8 @@ function verbForm(text: string): VerbForm {
   const first = (/^\S+/.exec(phrase)?.[0] ?? "").toLowerCase();
   if (isGerund(first)) return { form: "gerund", phrase };
   const base = PAST_TO_BASE[first];
-  if (base !== undefined) return { form: "base", phrase: `${base}${phrase.slice(first.length)}` };
-  if (BASE_VERBS.has(first)) return { form: "base", phrase };
+  if (base !== undefined) return { form: "base", phrase: laterVerbsToBase(`${base}${phrase.slice(first.length)}`) };
+  if (BASE_VERBS.has(first)) return { form: "base", phrase: laterVerbsToBase(phrase) };
   return { form: "other", phrase };
 }
 
@@ -295,9 +303,9 @@ const FIX_SHAPES: readonly (readonly [RegExp, (m: RegExpExecArray) => FixParts])
     /^after\s+(.+?),?\s+(?:it|that|this|everything|the\s+\S+(?:\s+\S+)?)\s+(?:now\s+)?(?:worked|works|passed|passes|succeeded|went through|ran)\b/i,
     (m) => ({ symptom: "", fix: m[1] ?? "" }),
   ],
-  // "Switched to the mirror registry and now it works"
+  // "Switched to the mirror registry and now it works", "Added a null check; build passes now"
   [
-    /^(.+?)\s*(?:,|;|\band\b|—|–|\s-)\s*(?:now\s+)?(?:it|that|this|everything|the\s+\S+)\s+(?:now\s+)?(?:works|worked|passes|passed|succeeded|is fine|went through)\b/i,
+    /^(.+?)\s*(?:,|;|\band\b|—|–|\s-)\s*(?:now\s+)?(?:the\s+)?\S+\s+(?:now\s+)?(?:works|worked|passes|passed|succeeded|is fine|went through)\b/i,
     (m) => ({ symptom: "", fix: m[1] ?? "" }),
   ],
   // "Raising the limit resolved the timeout"
