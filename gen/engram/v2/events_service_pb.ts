@@ -128,21 +128,25 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  * - `activity.appended`: AppendActivity stored a record: `event_id`, `type`,
  *   `tool_name`.
  * - `checkpoint.created`: `checkpoint_id`, `label`, `token_estimate`.
- * - `lesson.created`: a lesson was stored, by a write or by reflection (sent
- *   in addition to `entry.created`): `lesson_id`, `lesson_type`, `scope`,
- *   `importance`, `auto_extracted`.
- * - `lesson.updated`: a lesson's scope, validation status, staleness or
- *   confidence changed (direct update or outcome reinforcement):
- *   `lesson_id`, `changed` (array of field names).
- * - `lesson.deleted`: `lesson_id`.
- * - `lesson.promotion.proposed`: a lesson became a scope-promotion
- *   candidate: `lesson_id`, `from_scope`, `to_scope`, `state`.
- * - `lesson.promotion.resolved`: a pending promotion was accepted or
- *   refused: `lesson_id`, `accepted`.
+ * - `lesson.created`: a lesson or rule was stored, by a write or by
+ *   reflection (sent in addition to `entry.created`): `lesson_id`,
+ *   `lesson_type`, `scope`, `importance`, `auto_extracted`.
+ * - `lesson.updated`: a lesson changed — a direct update, an outcome's
+ *   reinforcement, a reflection merging into it, or a promotion decision:
+ *   `entry_id`, `changed_fields` (the audited fields that changed), `reason`
+ *   or `cause`, and `confidence` after a learning change.
+ * - `lesson.deleted`: `entry_id`, `flagged_for_review`, `reason`.
+ * - `lesson.promotion.proposed`: a lesson became a scope-promotion candidate:
+ *   `lesson_id`, `from`, `to` (`proposed`), `target_scope`, `scope`,
+ *   `reason`.
+ * - `lesson.promotion.changed`: any other automatic promotion move
+ *   (`auditioning`, `promoted`, `quarantined`), same fields.
+ * - `lesson.promotion.resolved`: a person accepted or refused a pending
+ *   promotion: same fields, `to` is `accepted` or `refused`.
  * - `reflection.completed`: Reflect finished: `lessons_created`,
- *   `rules_created`.
- * - `outcome.recorded`: a run-level outcome was applied: `reference_id`,
- *   `outcome`, `signal`.
+ *   `accepted`, `merged`, `rejected`, `quarantined`, `auto_extracted`.
+ * - `outcome.recorded`: a run-level outcome was applied: `outcome_id`,
+ *   `reference_id`, `outcome`, `signal`, `reinforced_ids`.
  * - `step_outcome.recorded`: `step_outcome_id`, `step_id`, `outcome`,
  *   `signal`.
  * - `agent.registered`: `agent_id`, `role`, `shared_memory_lanes`.
