@@ -3,6 +3,8 @@ export const CONTROL_EVENT_TYPES: readonly string[] = [
   "subscribed",
   "entry.created",
   "entry.superseded",
+  "entry.updated",
+  "entry.deleted",
   "ingest.job.completed",
   "ingest.job.failed",
   "activity.appended",

@@ -153,9 +153,11 @@ export class Reflector {
         directiveHint: "",
       });
     }
+    // Entries were read newest first: put them in write order before the outcomes join (equal times keep it).
+    items.reverse();
     if (input.includeStepOutcomes) {
       for (const step of this.#outcomes.stepOutcomesOfRun(input.owner, input.runId, MAX_EVIDENCE_ITEMS)) {
-        if (step.updatedAt <= afterTime || (input.stepId !== "" && step.stepId !== input.stepId) || !userMatches(step.userId)) continue;
+        if (step.updatedAt < afterTime || (input.stepId !== "" && step.stepId !== input.stepId) || !userMatches(step.userId)) continue;
         items.push({
           id: step.id,
           kind: "step_outcome",
@@ -172,7 +174,7 @@ export class Reflector {
     }
     if (input.stepId === "") {
       for (const outcome of this.#outcomes.outcomesOfRun(input.owner, input.runId, 200)) {
-        if (outcome.createdAt <= afterTime || !userMatches(outcome.userId)) continue;
+        if (outcome.createdAt < afterTime || !userMatches(outcome.userId)) continue;
         items.push({
           id: outcome.id,
           kind: "run_outcome",
@@ -187,8 +189,6 @@ export class Reflector {
         });
       }
     }
-    // Stable: entries were read newest first, so equal times keep write order once reversed.
-    items.reverse();
     items.sort((a, b) => a.createdAt - b.createdAt);
     return input.lastNItems > 0 ? items.slice(-input.lastNItems) : items;
   }

@@ -143,7 +143,7 @@ function isStaleRecordLike(entry: EntryRecord): boolean {
 }
 
 /** A person's decision on a pending promotion. */
-export function resolvePromotion(entry: EntryRecord, accept: boolean): Learned & { validationStatus: string } {
+export function resolvePromotion(entry: EntryRecord, accept: boolean, reason: string): Learned & { validationStatus: string } {
   const before = entry.learning;
   const quarantined = before.promotionState === "quarantined";
   const learning: LearningState = {
@@ -161,7 +161,7 @@ export function resolvePromotion(entry: EntryRecord, accept: boolean): Learned &
     lessonScope: accept && before.promotionTargetScope !== "" ? before.promotionTargetScope : entry.lessonScope,
     // Refusing a quarantined lesson confirms the quarantine: it stays out of guidance as invalidated.
     validationStatus: !accept && quarantined ? "invalidated" : entry.validationStatus,
-    moves: [{ from: before.promotionState, to: accept ? "accepted" : "refused", targetScope: before.promotionTargetScope, reason: accept ? "accepted by a person" : "refused by a person" }],
+    moves: [{ from: before.promotionState, to: accept ? "accepted" : "refused", targetScope: before.promotionTargetScope, reason: `${accept ? "accepted" : "refused"} by a person${reason === "" ? "" : `: ${reason}`}` }],
   };
 }
 

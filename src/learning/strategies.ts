@@ -12,8 +12,10 @@ export const MAX_CLUSTERED_LESSONS = 2_000;
 const MAX_OUTCOMES = 5_000;
 /** Term overlap (Jaccard) that puts two lessons in one cluster. */
 const CLUSTER_OVERLAP = 0.34;
-/** A term in more lessons than this says little about which cluster a lesson belongs to. */
-const MAX_TERM_SHARE = 0.2;
+/** Lessons compared through one term at most: a term in more lessons than this is too common to link them. */
+const MAX_LESSONS_PER_TERM = 200;
+/** Pairs compared per call at most, so a call stays bounded whatever the lessons. */
+const MAX_COMPARISONS = 200_000;
 
 export interface StrategyInput {
   readonly owner: number;
@@ -102,17 +104,16 @@ function cluster(termSets: readonly Set<string>[]): number[][] {
       else list.push(i);
     }
   });
-  const maxShare = Math.max(2, Math.floor(termSets.length * MAX_TERM_SHARE));
-  const compared = new Set<number>();
+  let comparisons = 0;
   for (const list of byTerm.values()) {
-    if (list.length < 2 || list.length > maxShare) continue;
-    for (let a = 0; a < list.length; a++) {
+    if (list.length < 2 || list.length > MAX_LESSONS_PER_TERM) continue;
+    for (let a = 0; a < list.length && comparisons < MAX_COMPARISONS; a++) {
       for (let b = a + 1; b < list.length; b++) {
         const i = list[a] as number;
         const j = list[b] as number;
-        const pair = i * termSets.length + j;
-        if (compared.has(pair)) continue;
-        compared.add(pair);
+        // Already joined: nothing to learn from comparing them again.
+        if (find(i) === find(j)) continue;
+        comparisons++;
         if (jaccard(termSets[i] as Set<string>, termSets[j] as Set<string>) >= CLUSTER_OVERLAP) parent[find(i)] = find(j);
       }
     }

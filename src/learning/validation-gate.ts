@@ -115,6 +115,8 @@ function isSameLesson(candidate: PreparedCandidate, n: Neighbour, scope: GateSco
   if (existing.userId !== scope.userId) return false;
   if (isStale(existing)) return false;
   if (scopeRank(existing.lessonScope) < scopeRank(lesson.scope)) return false;
+  // "Never X" and "Always X" share their words and say opposite things.
+  if (NEGATION.test(existing.content) !== NEGATION.test(lesson.content)) return false;
   return n.overlap >= DUPLICATE_TERM_OVERLAP || n.cosine >= DUPLICATE_COSINE;
 }
 

@@ -3,7 +3,7 @@
 // nothing behind.
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
-import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
+import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryRecord, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { MemoryIndex } from "./memory-index.js";
 
@@ -35,7 +35,7 @@ export class EntryChanges {
     this.#index.indexUpdated(updated, reindex);
     if (updated.changed.length === 0) return updated;
     this.#events.publish({
-      type: updated.after.entryType === "lesson" ? "lesson.updated" : "entry.updated",
+      type: isKnowledge(updated.after) ? "lesson.updated" : "entry.updated",
       owner: updated.after.owner,
       runId: updated.after.runId,
       agentId: by.agentId,
@@ -53,7 +53,7 @@ export class EntryChanges {
     this.#index.unindex(deleted.record.seq, deleted.termFreqs);
     for (const flagged of deleted.flagged) this.#index.catalog.replace(flagged);
     this.#events.publish({
-      type: deleted.record.entryType === "lesson" ? "lesson.deleted" : "entry.deleted",
+      type: isKnowledge(deleted.record) ? "lesson.deleted" : "entry.deleted",
       owner: deleted.record.owner,
       runId: deleted.record.runId,
       agentId: by.agentId,
@@ -61,4 +61,9 @@ export class EntryChanges {
     });
     return deleted;
   }
+}
+
+/** Lessons and rules are announced as lessons. */
+function isKnowledge(record: EntryRecord): boolean {
+  return record.entryType === "lesson" || record.entryType === "rule";
 }

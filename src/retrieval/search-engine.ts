@@ -11,6 +11,7 @@ import { candidateLists, ownerScopes } from "./ranking/owner-scope.js";
 import { lexicalCandidates } from "./ranking/lexical-stage.js";
 import { fuse, smoothNeighbours } from "./ranking/fusion.js";
 import { overlayKnowledge, placeReferences, referencedSeqs } from "./ranking/overlays.js";
+import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
@@ -98,6 +99,19 @@ export class SearchEngine {
     smoothNeighbours(scores, scopes.flatMap((scope) => scope.runs), accept, tuning.neighbourShare);
     const scopedRuns = new Set(req.scopes.map((scope) => scope.runId));
     penaliseAuditions(catalog, scores, scopedRuns, tuning.auditionPenalty);
+    admitCrossRunKnowledge({
+      catalog,
+      scores,
+      isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
+      queryTerms: new Set(terms(req.text)),
+      termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
+      idf: (owner, term) => {
+        const count = catalog.documentStats(owner).count;
+        const df = this.#sparse.documentFrequency(owner, term);
+        return Math.log(1 + (count - df + 0.5) / (df + 0.5));
+      },
+      rules: tuning.crossRun,
+    });
 
     // Second phase: named references first, the ranked hits, then rules and lessons overlaid.
     const ranked = [...scores].sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);

@@ -210,7 +210,7 @@ export function decodeEntry(value: unknown, seq: number): EntryRecord {
     envTags: r.strings("envTags"),
     derived: r.boolean("derived"),
     confidence: r.number("confidence"),
-    validationStatus: upgraded ? (entryType === "lesson" ? "pending" : "") : r.string("validationStatus"),
+    validationStatus: upgraded ? (entryType === "lesson" || entryType === "rule" ? "pending" : "") : r.string("validationStatus"),
     sourceIds: upgraded ? [] : r.strings("sourceIds"),
     lineageReview: upgraded ? "" : r.string("lineageReview"),
     audit: upgraded

@@ -132,7 +132,7 @@ export class EntryStore {
         supersededBy: "",
         stale: false,
         referenceId: prefix === undefined ? "" : `${prefix}_${seq.toString(36)}`,
-        validationStatus: entry.validationStatus ?? (entry.entryType === "lesson" ? "pending" : ""),
+        validationStatus: entry.validationStatus ?? (entry.entryType === "lesson" || entry.entryType === "rule" ? "pending" : ""),
         lineageReview: "",
         audit: [],
         learning: entry.learning ?? initialLearning(entry.confidence, entry.runId),

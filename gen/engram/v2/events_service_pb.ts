@@ -121,6 +121,11 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  *   `entry_id`, `entry_type`, `user_id`, `lane`, `upsert_key`, `source`.
  * - `entry.superseded`: an upsert replaced an entry: `entry_id`,
  *   `superseded_by`.
+ * - `entry.updated`: an entry other than a lesson or rule changed (an
+ *   outcome reinforced it): `entry_id`, `changed_fields`, `cause`,
+ *   `confidence`.
+ * - `entry.deleted`: an entry other than a lesson or rule was deleted:
+ *   `entry_id`, `flagged_for_review`, `reason`.
  * - `ingest.job.completed`: an ingest job stored all its items: `job_id`,
  *   `item_count`.
  * - `ingest.job.failed`: an ingest job failed: `job_id`, `item_count`,

@@ -112,6 +112,11 @@ interface Hint {
   failed: boolean;
 }
 
+/** A success that says only that something finished ("install completed") teaches nothing a later run could use. */
+const TRIVIAL_SUCCESS = /^\s*[\w-]+(?:\s+[\w-]+){0,2}\s+(?:completed|succeeded|done|finished|ok|passed|worked)\.?\s*$/i;
+/** How much of the run's opening item (its task, as agents usually write it first) a lesson keeps as its situation. */
+const SITUATION_CHARS = 200;
+
 export class BuiltinExtractor implements LessonExtractor {
   extract(evidence: readonly EvidenceItem[], _signal?: AbortSignal): Promise<Extraction> {
     return Promise.resolve(extractLessons(evidence));
@@ -124,8 +129,24 @@ export function extractLessons(evidence: readonly EvidenceItem[]): Extraction {
   const reader = new EvidenceReader();
   const first = Math.max(0, evidence.length - LIMITS.items);
   evidence.slice(first).forEach((item, offset) => reader.read(item, first + offset));
-  const lessons = dedupeLessons(reader.drafts(), reader.order).slice(0, LIMITS.lessons).map(candidateOf);
+  const situation = situationOf(evidence);
+  const lessons = dedupeLessons(reader.drafts(), reader.order)
+    .slice(0, LIMITS.lessons)
+    .map(candidateOf)
+    // A lesson drawn from the opening entry itself already says what it says.
+    .map((lesson) => (situation === undefined || lesson.sourceIds.includes(situation.id) ? lesson : { ...lesson, conditions: [...lesson.conditions, situation.condition] }));
   return extractionOf(lessons, summaryOf(lessons, evidence.length));
+}
+
+/**
+ * The situation the run's lessons were learned in: its opening entry (the task an agent states first), as a
+ * `while …` condition. Later runs facing a similar task find the lessons by it.
+ */
+function situationOf(evidence: readonly EvidenceItem[]): { id: string; condition: string } | undefined {
+  const opening = evidence.find((item) => item.kind === "trace" || item.kind === "fact" || item.kind === "working_memory");
+  if (opening === undefined) return undefined;
+  const text = collapse(opening.content).replace(/^(?:task|goal|objective)\s*:\s*/i, "");
+  return text === "" ? undefined : { id: opening.id, condition: `while ${clip(text, SITUATION_CHARS)}` };
 }
 
 function hasStep(item: EvidenceItem): boolean {
@@ -309,8 +330,10 @@ class EvidenceReader {
       if (hasStep(signal.item) && chainHasStep(chain)) continue;
       if (jaccard(signal.terms, chain.terms) >= RELATED_FAILURE) return chain;
       // Next to each other: a trace and then the failed outcome of its step, or consecutive traces, are one failure.
-      // A trace with no step after a step's failure is not assumed to be about that step.
-      if (signal.index - chain.lastIndex <= 1 && !chainHasStep(chain)) return chain;
+      // A trace with no step after a step's failure is not assumed to be about that step, and a failure sharing no
+      // words with a chain that was already fixed is a new failure, not the fix failing.
+      const fixed = chain.fix !== "" || chain.fixIds.length > 0;
+      if (signal.index - chain.lastIndex <= 1 && !chainHasStep(chain) && !fixed) return chain;
       // "Retrying did not help" carries no error of its own: it is about the failure just before it.
       if (!signal.hard && !signal.fromOutcome && signal.index - chain.lastIndex <= LIMITS.fixWindow) return chain;
     }
@@ -372,7 +395,7 @@ class EvidenceReader {
       }
     }
     if (confirmed) return;
-    if (this.#successes.length >= LIMITS.successes) return;
+    if (this.#successes.length >= LIMITS.successes || TRIVIAL_SUCCESS.test(item.content)) return;
     const action = actionOf(item.content);
     const reasoned = action === "" ? reasonedSentence(item.content) : "";
     if (action === "" && reasoned === "") return;

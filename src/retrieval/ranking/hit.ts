@@ -32,8 +32,12 @@ export interface Hit {
 /** Makes the hit of a candidate (undefined when its entry is gone), presented as `mode` or as its type says. */
 export type ToHit = (seq: number, score: number, parts: ScoreParts, mode?: RetrievalMode) => Hit | undefined;
 
-/** How an entry of each type is presented when it is found by relevance rather than named. */
-export function modeOf(entry: Pick<EntryRecord, "entryType">): RetrievalMode {
+/**
+ * How an entry of each type is presented when it is found by relevance rather than named. Rules and lessons are
+ * standing guidance (overlays) unless they are stale: then they are plain evidence.
+ */
+export function modeOf(entry: Pick<EntryRecord, "entryType" | "stale" | "supersededBy">): RetrievalMode {
+  if ((entry.entryType === "rule" || entry.entryType === "lesson") && (entry.stale || entry.supersededBy !== "")) return "semantic";
   switch (entry.entryType) {
     case "rule":
       return "rule_overlay";

@@ -1,3 +1,5 @@
+import type { CrossRunRules } from "./cross-run.js";
+
 // The knobs of ranking, with the values measured best on LoCoMo (see BENCHMARKS.md); benches may vary them.
 
 export type Budget = "low" | "mid" | "high";
@@ -24,6 +26,8 @@ export interface SearchTuning {
   readonly authorBonus: number;
   /** Score multiplier of a lesson auditioning for a wider scope, outside the run it was learned in. */
   readonly auditionPenalty: number;
+  /** Which lessons and rules of the owner's other runs may join an answer (see ranking/cross-run.ts). */
+  readonly crossRun: CrossRunRules;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -39,4 +43,5 @@ export const DEFAULT_TUNING: SearchTuning = {
   neighbourShare: 0.15,
   authorBonus: 0.2,
   auditionPenalty: 0.5,
+  crossRun: { minCoverage: 0.3, relativeFloor: 0.6, maximum: 3 },
 };

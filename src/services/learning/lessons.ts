@@ -79,7 +79,7 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
         if (current.learning.promotionState === "") {
           throw new ConnectError(`lesson ${quoted(req.lessonId)} has no pending promotion`, Code.FailedPrecondition);
         }
-        const resolved = resolvePromotion(current, accept);
+        const resolved = resolvePromotion(current, accept, by.reason);
         return deps.learning.applyInTransaction(current.seq, resolved, by, { validationStatus: resolved.validationStatus });
       });
       if (applied === undefined) throw notFound(`lesson ${quoted(req.lessonId)}`);

@@ -1,0 +1,54 @@
+// Knowledge reaching a question from the owner's other runs (global lessons and rules, and lessons auditioning for
+// that scope) must bear on the question, or it misleads: a lesson about another pitfall of a similar task is worse
+// than no lesson. Such candidates are kept only when the question's distinctive words are largely theirs, they score
+// close to the best of them, and only the best few.
+import type { Catalog } from "../catalog.js";
+import type { Scored } from "./hit.js";
+
+export interface CrossRunRules {
+  /** Share of the question's term weight (IDF) the lesson's index terms (text and conditions) must hold. */
+  readonly minCoverage: number;
+  /** Share of the best cross-run candidate's score a candidate must reach. */
+  readonly relativeFloor: number;
+  /** Cross-run candidates kept at most. */
+  readonly maximum: number;
+}
+
+export interface CrossRunInput {
+  readonly catalog: Catalog;
+  readonly scores: Map<number, Scored>;
+  /** Whether a candidate is knowledge from a run outside the question's scope. */
+  readonly isCrossRun: (seq: number) => boolean;
+  /** The question's index terms. */
+  readonly queryTerms: ReadonlySet<string>;
+  /** A candidate's stored index terms. */
+  readonly termsOf: (seq: number) => ReadonlySet<string>;
+  /** Inverse document frequency of a term among the candidate owner's entries. */
+  readonly idf: (owner: number, term: string) => number;
+  readonly rules: CrossRunRules;
+}
+
+/** Removes the cross-run candidates that do not bear on the question from `scores`. */
+export function admitCrossRunKnowledge(input: CrossRunInput): void {
+  const { scores, rules } = input;
+  const crossRun = [...scores].filter(([seq]) => input.isCrossRun(seq));
+  if (crossRun.length === 0) return;
+  const admitted = crossRun.filter(([seq]) => coverage(input, seq) >= rules.minCoverage).sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
+  const best = admitted[0]?.[1].score ?? 0;
+  const kept = new Set(admitted.filter(([, s]) => s.score >= rules.relativeFloor * best).slice(0, rules.maximum).map(([seq]) => seq));
+  for (const [seq] of crossRun) if (!kept.has(seq)) scores.delete(seq);
+}
+
+/** IDF-weighted share of the question's terms the candidate holds. */
+function coverage(input: CrossRunInput, seq: number): number {
+  const owner = input.catalog.ownerOf(seq);
+  const held = input.termsOf(seq);
+  let total = 0;
+  let shared = 0;
+  for (const term of input.queryTerms) {
+    const weight = input.idf(owner, term);
+    total += weight;
+    if (held.has(term)) shared += weight;
+  }
+  return total === 0 ? 0 : shared / total;
+}
