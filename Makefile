@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality clean c-compiler
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning clean c-compiler
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -47,6 +47,9 @@ bench: build
 
 bench-quality: build
 	node bench/quality.mjs
+
+bench-learning: build
+	node bench/learning.mjs
 
 clean:
 	rm -rf dist node_modules .vitest-results.json
