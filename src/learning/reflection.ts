@@ -18,6 +18,8 @@ export const MAX_EVIDENCE_ITEMS = 2_000;
 const MAX_EVIDENCE_CHARS = 2_000;
 /** Sources a lesson keeps in its lineage. */
 const MAX_SOURCE_IDS = 64;
+/** Conditions a lesson keeps: learning it again in new situations adds theirs, the most recent kept. */
+const MAX_CONDITIONS = 16;
 
 export interface ReflectRequestInput {
   readonly owner: number;
@@ -240,7 +242,8 @@ export class Reflector {
         const candidate = (candidates[index] as PreparedCandidate).lesson;
         const learned = relearn(current, input.runId, candidate.confidence, decision.newEvidence);
         const sourceIds = [...new Set([...current.sourceIds, ...candidate.sourceIds])].slice(0, MAX_SOURCE_IDS);
-        merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds }, now));
+        const metadataJson = withConditions(current.metadataJson, candidate.conditions);
+        merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds, metadataJson }, now));
       });
       return { written, merged };
     });
@@ -332,6 +335,24 @@ function cosine(a: Float32Array, b: Float32Array): number {
     nb += y * y;
   }
   return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+}
+
+/**
+ * A lesson's metadata with a re-learned candidate's conditions added: the situations it was learned in widen what it
+ * is recalled for in other runs (see retrieval/ranking/cross-run.ts). Unchanged when they add nothing.
+ */
+function withConditions(metadataJson: string, conditions: readonly string[]): string | undefined {
+  let metadata: Record<string, unknown>;
+  try {
+    const parsed: unknown = JSON.parse(metadataJson);
+    metadata = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    metadata = {};
+  }
+  const known = Array.isArray(metadata["conditions"]) ? (metadata["conditions"] as unknown[]).filter((c): c is string => typeof c === "string") : [];
+  const added = conditions.filter((c) => !known.includes(c));
+  if (added.length === 0) return undefined;
+  return JSON.stringify({ ...metadata, conditions: [...known, ...added].slice(-MAX_CONDITIONS) });
 }
 
 function stepOf(metadataJson: string): string {

@@ -105,6 +105,7 @@ export class SearchEngine {
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
       queryTerms: new Set(terms(req.text)),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
+      conditionsOf: (seq) => conditionsOf(this.#entries.get(seq)?.metadataJson ?? "{}").map((c) => new Set(terms(c))),
       idf: (owner, term) => {
         const count = catalog.documentStats(owner).count;
         const df = this.#sparse.documentFrequency(owner, term);
@@ -173,4 +174,15 @@ function overlap(entry: EntryRecord, queryTerms: ReadonlySet<string>): number {
   let shared = 0;
   for (const term of queryTerms) if (entryTerms.has(term)) shared++;
   return shared / queryTerms.size;
+}
+
+/** A lesson's conditions, as its metadata holds them (reflection writes them there). */
+function conditionsOf(metadataJson: string): string[] {
+  if (!metadataJson.includes("conditions")) return [];
+  try {
+    const value = (JSON.parse(metadataJson) as Record<string, unknown>)["conditions"];
+    return Array.isArray(value) ? value.filter((c): c is string => typeof c === "string") : [];
+  } catch {
+    return [];
+  }
 }

@@ -1,13 +1,20 @@
 // Knowledge reaching a question from the owner's other runs (global lessons and rules, and lessons auditioning for
 // that scope) must bear on the question, or it misleads: a lesson about another pitfall of a similar task is worse
-// than no lesson. Such candidates are kept only when the question's distinctive words are largely theirs, they score
-// close to the best of them, and only the best few.
+// than no lesson. Such candidates are kept only when the question's distinctive words are largely theirs, the
+// question meets one of their conditions (the situations they were learned in, e.g. `while <task>`), they score close
+// to the best of them, and only the best few. Weights are IDF among the owner's entries, so words every run of a kind
+// shares count little and the words naming the situation count most.
 import type { Catalog } from "../catalog.js";
 import type { Scored } from "./hit.js";
 
 export interface CrossRunRules {
   /** Share of the question's term weight (IDF) the lesson's index terms (text and conditions) must hold. */
   readonly minCoverage: number;
+  /**
+   * IDF-weighted share of the lesson's best-met condition (when it has conditions) the question holds: the situation
+   * the lesson was learned in must be the question's, not only its topic.
+   */
+  readonly minConditionCoverage: number;
   /** Share of the best cross-run candidate's score a candidate must reach. */
   readonly relativeFloor: number;
   /** Cross-run candidates kept at most. */
@@ -23,6 +30,8 @@ export interface CrossRunInput {
   readonly queryTerms: ReadonlySet<string>;
   /** A candidate's stored index terms. */
   readonly termsOf: (seq: number) => ReadonlySet<string>;
+  /** The index terms of each of a candidate's conditions; empty when it has none. */
+  readonly conditionsOf: (seq: number) => readonly ReadonlySet<string>[];
   /** Inverse document frequency of a term among the candidate owner's entries. */
   readonly idf: (owner: number, term: string) => number;
   readonly rules: CrossRunRules;
@@ -33,7 +42,9 @@ export function admitCrossRunKnowledge(input: CrossRunInput): void {
   const { scores, rules } = input;
   const crossRun = [...scores].filter(([seq]) => input.isCrossRun(seq));
   if (crossRun.length === 0) return;
-  const admitted = crossRun.filter(([seq]) => coverage(input, seq) >= rules.minCoverage).sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
+  const admitted = crossRun
+    .filter(([seq]) => coverage(input, seq) >= rules.minCoverage && conditionCoverage(input, seq) >= rules.minConditionCoverage)
+    .sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
   const best = admitted[0]?.[1].score ?? 0;
   const kept = new Set(admitted.filter(([, s]) => s.score >= rules.relativeFloor * best).slice(0, rules.maximum).map(([seq]) => seq));
   for (const [seq] of crossRun) if (!kept.has(seq)) scores.delete(seq);
@@ -51,4 +62,23 @@ function coverage(input: CrossRunInput, seq: number): number {
     if (held.has(term)) shared += weight;
   }
   return total === 0 ? 0 : shared / total;
+}
+
+/** The best IDF-weighted share of one of the candidate's conditions that the question holds; 1 without conditions. */
+function conditionCoverage(input: CrossRunInput, seq: number): number {
+  const conditions = input.conditionsOf(seq);
+  if (conditions.length === 0) return 1;
+  const owner = input.catalog.ownerOf(seq);
+  let best = 0;
+  for (const condition of conditions) {
+    let total = 0;
+    let held = 0;
+    for (const term of condition) {
+      const weight = input.idf(owner, term);
+      total += weight;
+      if (input.queryTerms.has(term)) held += weight;
+    }
+    if (total > 0) best = Math.max(best, held / total);
+  }
+  return best;
 }

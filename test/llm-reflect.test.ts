@@ -1,0 +1,122 @@
+// Reflection with an LLM extractor, against an OpenAI-compatible server started by the test: its lessons are
+// validated field by field and pass the same gate; on an error, a timeout or invalid output the built-in extractor
+// answers instead and the response says so; calls are counted in the service_llm_* metrics.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "./harness/server.js";
+
+let fake: http.Server;
+let reply: (prompt: string) => { status: number; body: unknown; delayMs?: number } = () => ({ status: 500, body: {} });
+let server: TestServer;
+
+beforeAll(async () => {
+  fake = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const { status, body: out, delayMs } = reply(body);
+      setTimeout(() => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(JSON.stringify(out));
+      }, delayMs ?? 0);
+    });
+  });
+  await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
+  server = await startTestServer({ SERVICE_LLM_URL: url, SERVICE_LLM_MODEL: "fake-model", SERVICE_LLM_API_KEY: "sk-reflect-secret", SERVICE_LLM_TIMEOUT_MS: "500" });
+});
+
+afterAll(async () => {
+  await server.close();
+  fake.closeAllConnections();
+  await new Promise<void>((resolve) => fake.close(() => resolve()));
+});
+
+async function post(path: string, body: object): Promise<Record<string, unknown>> {
+  const response = await fetch(`${server.baseUrl}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(response.status).toBe(200);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+function completion(content: string): { status: number; body: unknown } {
+  return { status: 200, body: { choices: [{ message: { role: "assistant", content } }], usage: { prompt_tokens: 300, completion_tokens: 40 } } };
+}
+
+/** A run with a failure and its fix; returns the ids of its entries in write order. */
+async function runWithEvidence(runId: string): Promise<string[]> {
+  const written = await post("/v2/control/batch_insert", {
+    run_id: runId,
+    items: [
+      { text: "task: publish the docs site", entry_type: "trace" },
+      { text: "Error: the docs build failed with 'heap out of memory' in the search indexer.", entry_type: "trace" },
+      { text: "Fixed by giving node --max-old-space-size=4096 to the indexer; the build succeeded.", entry_type: "trace" },
+    ],
+  });
+  return written["entry_ids"] as string[];
+}
+
+async function reflectCalls(outcome: string): Promise<number> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith("service_llm_calls_total{") && l.includes('purpose="reflect"') && l.includes(`outcome="${outcome}"`));
+  return line === undefined ? 0 : Number(line.split(" ").at(-1));
+}
+
+describe("reflect with an LLM extractor", () => {
+  it("stores the LLM's lessons, keeping only the evidence ids it was shown", async () => {
+    const ids = await runWithEvidence("llm-reflect-ok");
+    reply = () =>
+      completion(
+        "```json\n" +
+          JSON.stringify({
+            summary: "One failure pattern.",
+            lessons: [
+              {
+                content: "Give the docs search indexer --max-old-space-size=4096 before building the docs site.",
+                lesson_type: "failure",
+                importance: "high",
+                conditions: ["when the docs build runs out of heap"],
+                rationale: "The build failed with heap out of memory and passed with a larger heap.",
+                confidence: 0.85,
+                source_ids: [ids[1], ids[2], "ent_zzzz"],
+              },
+              { content: "An invented lesson.", lesson_type: "folklore", importance: "medium", source_ids: [ids[0]] },
+            ],
+          }) +
+          "\n```",
+      );
+    const before = await reflectCalls("ok");
+    const reflected = await post("/v2/control/reflect", { run_id: "llm-reflect-ok" });
+    expect(reflected).toMatchObject({ degraded: false, fallback_reason: "" });
+    const lessons = reflected["lessons"] as { lesson_id: string; content: string; lesson_type: string }[];
+    // The lesson with an unknown type is dropped, field by field; the valid one passes the gate.
+    expect(lessons.map((l) => l.lesson_type)).toEqual(["failure"]);
+    expect((reflected["decisions"] as { decision: string }[])[0]?.decision).toBe("accepted");
+    const listed = await post("/v2/control/lessons", { run_id: "llm-reflect-ok" });
+    const stored = (listed["lessons"] as { id: string; source_entry_ids: string[]; auto_extracted: boolean; confidence: number }[])[0];
+    expect(stored?.source_entry_ids).toEqual([ids[1], ids[2]]);
+    expect(stored).toMatchObject({ auto_extracted: true, confidence: 0.85 });
+    expect(await reflectCalls("ok")).toBe(before + 1);
+  });
+
+  it.each([
+    ["an error status", () => ({ status: 503, body: { error: "overloaded" } }), "503"],
+    ["invalid JSON", () => completion("I think you should be careful."), "not JSON"],
+    ["a timeout", () => ({ ...completion("{}"), delayMs: 1_500 }), "timeout"],
+  ])("falls back to the built-in extractor on %s and says so", async (_name, answer, reason) => {
+    const run = `llm-reflect-fallback-${reason.replace(/\W/g, "")}`;
+    await runWithEvidence(run);
+    reply = answer;
+    const reflected = await post("/v2/control/reflect", { run_id: run });
+    expect(reflected["degraded"]).toBe(true);
+    expect(String(reflected["fallback_reason"])).toContain(reason);
+    expect(String(reflected["fallback_reason"])).not.toContain("sk-reflect-secret");
+    // The built-in extractor still found the failure and its fix.
+    const contents = (reflected["lessons"] as { content: string }[]).map((l) => l.content).join("\n");
+    expect(contents).toMatch(/max-old-space-size/);
+  });
+});
