@@ -128,7 +128,10 @@ export function extractLessons(evidence: readonly EvidenceItem[]): Extraction {
   if (evidence.length === 0) return extractionOf([], "");
   const reader = new EvidenceReader();
   const first = Math.max(0, evidence.length - LIMITS.items);
-  evidence.slice(first).forEach((item, offset) => reader.read(item, first + offset));
+  evidence.slice(first).forEach((item, offset) => {
+    const read = withoutRoleLabel(item);
+    if (read !== undefined) reader.read(read, first + offset);
+  });
   const situation = situationOf(evidence);
   const lessons = dedupeLessons(reader.drafts(), reader.order)
     .slice(0, LIMITS.lessons)
@@ -136,6 +139,25 @@ export function extractLessons(evidence: readonly EvidenceItem[]): Extraction {
     // A lesson drawn from the opening entry itself already says what it says.
     .map((lesson) => (situation === undefined || lesson.sourceIds.includes(situation.id) ? lesson : { ...lesson, conditions: [...lesson.conditions, situation.condition] }));
   return extractionOf(lessons, summaryOf(lessons, evidence.length));
+}
+
+/** Role labels agents put before what they log ("action: …", "observation: …"); the words after them are the evidence. */
+const ROLE_LABEL = /^\s*(action|observation|thought|note|result|tool_call|tool|assistant|agent|user|summary|plan|task|goal)\s*:\s*/i;
+/** Labels of restatements (a plan ahead, a summary after): they repeat what other items say, failures included. */
+const RESTATEMENTS = new Set(["summary", "plan"]);
+
+/**
+ * An item with its role label taken off; undefined for restatements, which would count a failure twice. What an
+ * agent logs as its action is read as a fix it applied: confirmed by a later success, or recorded as an attempt
+ * that did not hold when the failure comes back.
+ */
+function withoutRoleLabel(item: EvidenceItem): EvidenceItem | undefined {
+  const label = ROLE_LABEL.exec(item.content);
+  if (label === null) return item;
+  const role = (label[1] as string).toLowerCase();
+  if (RESTATEMENTS.has(role)) return undefined;
+  const body = item.content.slice(label[0].length);
+  return { ...item, content: role === "action" && !hasError(body) ? `Fixed it by ${body}` : body };
 }
 
 /**
@@ -279,7 +301,9 @@ class EvidenceReader {
     this.#prune(signal.index);
     const chain = this.#chainFor(signal);
     if (chain !== undefined) {
-      if (chain.fix !== "" || chain.fixIds.length > 0) {
+      // A step's failed outcome, recorded after the traces that showed the failure, reports that failure again.
+      const reported = signal.fromOutcome && signal.item.stepId !== "" && chain.failures.some((f) => !f.fromOutcome && f.item.stepId === signal.item.stepId);
+      if (!reported && (chain.fix !== "" || chain.fixIds.length > 0)) {
         // It failed again after a fix was reported: the fix did not hold.
         if (chain.fix !== "" && chain.attempts.length < LIMITS.signalsPerChain) chain.attempts.push(chain.fix);
         chain.fix = "";
@@ -373,7 +397,10 @@ class EvidenceReader {
       const chain = this.#open[k];
       if (chain === undefined) continue;
       if (sameStep(item, chain) || overlaps(terms, chain.terms)) return chain;
-      if (byProximity && index - chain.lastIndex <= LIMITS.fixWindow && !(hasStep(item) && chainHasStep(chain))) return chain;
+      // Right after the failure (a thought between them at most), a fix belongs to it even when the agent logged the
+      // retry as a new step.
+      const gap = index - chain.lastIndex;
+      if (byProximity && gap <= LIMITS.fixWindow && (gap <= 2 || !(hasStep(item) && chainHasStep(chain)))) return chain;
     }
     return undefined;
   }
@@ -484,7 +511,8 @@ class EvidenceReader {
  */
 function occurrences(signals: readonly Signal[]): number {
   const outcomes = signals.filter((s) => s.fromOutcome);
-  const loose = signals.filter((s) => !s.fromOutcome && !outcomes.some((o) => Math.abs(o.index - s.index) <= 3));
+  // A trace next to a failed step's outcome, or tagged with that step, reports the same failure.
+  const loose = signals.filter((s) => !s.fromOutcome && !outcomes.some((o) => Math.abs(o.index - s.index) <= 3 || (s.item.stepId !== "" && s.item.stepId === o.item.stepId)));
   const firstLoose = loose[0];
   if (firstLoose === undefined) return new Set(outcomes.map((s) => s.item.id)).size;
   const alike = new Set(loose.filter((s) => s === firstLoose || jaccard(s.terms, firstLoose.terms) >= SAME_FAILURE).map((s) => s.item.id));
