@@ -10,6 +10,8 @@ import type { Scored } from "./hit.js";
 export interface CrossRunRules {
   /** Share of the question's term weight (IDF) the lesson's index terms (text and conditions) must hold. */
   readonly minCoverage: number;
+  /** Share of the question's term weight that admits a lesson whatever its conditions: it speaks to the question. */
+  readonly sufficientCoverage: number;
   /**
    * IDF-weighted share of the lesson's best-met condition (when it has conditions) the question holds: the situation
    * the lesson was learned in must be the question's, not only its topic.
@@ -43,7 +45,10 @@ export function admitCrossRunKnowledge(input: CrossRunInput): void {
   const crossRun = [...scores].filter(([seq]) => input.isCrossRun(seq));
   if (crossRun.length === 0) return;
   const admitted = crossRun
-    .filter(([seq]) => coverage(input, seq) >= rules.minCoverage && conditionCoverage(input, seq) >= rules.minConditionCoverage)
+    .filter(([seq]) => {
+      const covered = coverage(input, seq);
+      return covered >= rules.minCoverage && (covered >= rules.sufficientCoverage || conditionCoverage(input, seq) >= rules.minConditionCoverage);
+    })
     .sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
   const best = admitted[0]?.[1].score ?? 0;
   const kept = new Set(admitted.filter(([, s]) => s.score >= rules.relativeFloor * best).slice(0, rules.maximum).map(([seq]) => seq));

@@ -44,5 +44,11 @@ export const DEFAULT_TUNING: SearchTuning = {
   authorBonus: 0.2,
   auditionPenalty: 0.5,
   // Measured with `make bench-learning` (BENCHMARKS.md): stricter conditions mislead less and miss more.
-  crossRun: { minCoverage: 0.3, minConditionCoverage: 0.5, relativeFloor: 0.6, maximum: 3 },
+  crossRun: {
+    minCoverage: 0.3,
+    sufficientCoverage: 0.6,
+    minConditionCoverage: 0.5,
+    relativeFloor: 0.6,
+    maximum: 3,
+  },
 };
