@@ -5,6 +5,7 @@ import { terms } from "../retrieval/text.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
+import { TimeSlicer } from "../memory/scan.js";
 import type { OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
 
 /** Past step outcomes diagnosis reads: a bounded slice of the owner's. */
@@ -46,7 +47,7 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
     found.push({ record, score: match.score * (namesType ? 1.3 : 1) });
   }
   found.sort((a, b) => b.score - a.score || b.record.seq - a.record.seq);
-  const pastFixes = fixesOfPastFailures(outcomes.stepOutcomesOfOwner(input.owner, MAX_STEP_OUTCOMES), input);
+  const pastFixes = await fixesOfPastFailures(outcomes.stepOutcomesOfOwner(input.owner, MAX_STEP_OUTCOMES), input);
   return { lessons: found.slice(0, input.limit), total: found.length, summary: summaryOf(found, pastFixes) };
 }
 
@@ -56,19 +57,23 @@ interface PastFix {
   readonly fix: string;
 }
 
-function fixesOfPastFailures(steps: readonly StepOutcomeRecord[], input: DiagnoseInput): PastFix[] {
+/** Past failed steps like this error, each with what fixed it; read in time slices (see memory/scan.ts). */
+async function fixesOfPastFailures(steps: readonly StepOutcomeRecord[], input: DiagnoseInput): Promise<PastFix[]> {
   const errorTerms = new Set(terms(input.errorText));
   if (errorTerms.size === 0) return [];
   const fixes: PastFix[] = [];
-  steps.forEach((step, i) => {
-    if (step.outcome !== "failure" || (input.userId !== "" && step.userId !== "" && step.userId !== input.userId)) return;
+  const slicer = new TimeSlicer();
+  for (const [i, step] of steps.entries()) {
+    const pause = slicer.tick();
+    if (pause) await pause;
+    if (step.outcome !== "failure" || (input.userId !== "" && step.userId !== "" && step.userId !== input.userId)) continue;
     const stepTerms = new Set(terms(`${step.rationale} ${step.stepName}`));
     let shared = 0;
     for (const term of errorTerms) if (stepTerms.has(term)) shared++;
-    if (shared / errorTerms.size < SAME_FAILURE_OVERLAP) return;
+    if (shared / errorTerms.size < SAME_FAILURE_OVERLAP) continue;
     const later = steps.slice(i + 1).find((s) => s.runId === step.runId && s.outcome === "success" && s.updatedAt >= step.updatedAt);
     fixes.push({ failure: step, fix: step.directiveHint !== "" ? step.directiveHint : (later?.rationale ?? "") });
-  });
+  }
   return fixes;
 }
 

@@ -2,6 +2,7 @@
 // number of lessons, so a narrow filter over many lessons answers promptly with a shorter page and a cursor.
 import type { Catalog } from "../retrieval/catalog.js";
 import { isStaleRecord, type EntryRecord, type EntryStore } from "../storage/entry-store.js";
+import { TimeSlicer } from "../memory/scan.js";
 
 /** Lessons one page may read before it answers with what it found. */
 export const MAX_EXAMINED_PER_PAGE = 20_000;
@@ -27,13 +28,18 @@ export interface LessonPage {
   readonly nextBefore: number | undefined;
 }
 
-export function listLessons(entries: EntryStore, catalog: Catalog, filter: LessonFilter, limit: number, before: number | undefined): LessonPage {
-  const seqs = filter.runId === "" ? catalog.lessonSeqs(filter.owner) : catalog.knowledgeSeqs(filter.owner, filter.runId);
+/** A page of lessons, newest first; read in time slices (see memory/scan.ts). */
+export async function listLessons(entries: EntryStore, catalog: Catalog, filter: LessonFilter, limit: number, before: number | undefined): Promise<LessonPage> {
+  // A copy: the catalog's list may change while this awaits.
+  const seqs = [...(filter.runId === "" ? catalog.lessonSeqs(filter.owner) : catalog.knowledgeSeqs(filter.owner, filter.runId))];
+  const slicer = new TimeSlicer();
   let at = before === undefined ? seqs.length - 1 : lastIndexBelow(seqs, before);
   const lessons: EntryRecord[] = [];
   let examined = 0;
   for (; at >= 0 && lessons.length < limit && examined < MAX_EXAMINED_PER_PAGE; at--) {
     examined++;
+    const pause = slicer.tick();
+    if (pause) await pause;
     const record = entries.get(seqs[at] as number);
     if (record !== undefined && matches(record, filter)) lessons.push(record);
   }

@@ -10,10 +10,11 @@ import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from 
 import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
 import type { OutcomeStore } from "./outcome-store.js";
 import { relearn } from "./reinforcement.js";
+import { TimeSlicer, chunkedVisibleSeqs } from "../memory/scan.js";
 import { DUPLICATE_COSINE, DUPLICATE_TERM_OVERLAP, ValidationGate, type GateDecision, type PreparedCandidate } from "./validation-gate.js";
 
-/** The most recent items of a run reflection reads; older evidence is left out (and the summary says so). */
-export const MAX_EVIDENCE_ITEMS = 2_000;
+/** The most recent items of a run reflection reads; older evidence is left out. Extraction stays a few milliseconds. */
+export const MAX_EVIDENCE_ITEMS = 1_000;
 /** Evidence text beyond this many characters is cut: lessons come from what happened, not from whole artifacts. */
 const MAX_EVIDENCE_CHARS = 2_000;
 /** Sources a lesson keeps in its lineage. */
@@ -109,7 +110,7 @@ export class Reflector {
     let evidenceCount = 0;
     const autoExtracted = input.callerLessons.length === 0;
     if (autoExtracted) {
-      const evidence = this.evidence(input);
+      const evidence = await this.evidence(input);
       evidenceCount = evidence.length;
       extraction = await this.#extractor.extract(evidence, input.signal);
     } else {
@@ -128,16 +129,19 @@ export class Reflector {
     };
   }
 
-  /** The run's evidence, oldest first, narrowed as the request asks. */
-  evidence(input: Pick<ReflectRequestInput, "owner" | "runId" | "after" | "stepId" | "lastNItems" | "includeStepOutcomes" | "userId">): EvidenceItem[] {
+  /** The run's evidence, oldest first, narrowed as the request asks; read in time slices (see memory/scan.ts). */
+  async evidence(input: Pick<ReflectRequestInput, "owner" | "runId" | "after" | "stepId" | "lastNItems" | "includeStepOutcomes" | "userId">): Promise<EvidenceItem[]> {
+    const slicer = new TimeSlicer();
     const items: EvidenceItem[] = [];
     const afterSeq = input.after?.seq ?? 0;
     const afterTime = input.after?.createdAt ?? 0;
     const userMatches = (userId: string): boolean => input.userId === "" || userId === "" || userId === input.userId;
     let read = 0;
-    for (const seq of this.#entries.visibleSeqs(input.owner, input.runId, true)) {
+    for (const seq of chunkedVisibleSeqs(this.#entries, input.owner, input.runId, true)) {
       if (seq <= afterSeq || read >= MAX_EVIDENCE_ITEMS) break;
       read++;
+      const pause = slicer.tick();
+      if (pause) await pause;
       const entry = this.#entries.get(seq);
       if (entry === undefined || entry.entryType === "lesson" || entry.entryType === "rule" || !userMatches(entry.userId)) continue;
       const stepId = stepOf(entry.metadataJson);

@@ -5,6 +5,7 @@ import type { Catalog } from "../retrieval/catalog.js";
 import { isStaleRecord, type EntryRecord, type EntryStore } from "../storage/entry-store.js";
 import { lessonTypeOf, scopeOf } from "./lesson-listing.js";
 import type { OutcomeStore } from "./outcome-store.js";
+import { TimeSlicer } from "../memory/scan.js";
 
 /** Lessons clustered per call: the most recent ones. */
 export const MAX_CLUSTERED_LESSONS = 2_000;
@@ -40,10 +41,15 @@ export interface Strategy {
   readonly strength: number;
 }
 
-export function surfaceStrategies(entries: EntryStore, catalog: Catalog, outcomes: OutcomeStore, input: StrategyInput): Strategy[] {
-  const seqs = catalog.lessonSeqs(input.owner);
+/** Strategies among the owner's visible lessons, strongest first; computed in time slices (see memory/scan.ts). */
+export async function surfaceStrategies(entries: EntryStore, catalog: Catalog, outcomes: OutcomeStore, input: StrategyInput): Promise<Strategy[]> {
+  const slicer = new TimeSlicer();
+  // A copy: the catalog's list may change while this awaits.
+  const seqs = [...catalog.lessonSeqs(input.owner)];
   const lessons: { record: EntryRecord; terms: Set<string> }[] = [];
   for (let i = seqs.length - 1; i >= 0 && lessons.length < MAX_CLUSTERED_LESSONS; i--) {
+    const pause = slicer.tick();
+    if (pause) await pause;
     const seq = seqs[i] as number;
     if (catalog.isWithheld(seq) || catalog.isStale(seq)) continue;
     if (input.runId !== "" && catalog.runOf(seq) !== input.runId && !catalog.isGlobalLesson(seq)) continue;
@@ -53,7 +59,7 @@ export function surfaceStrategies(entries: EntryStore, catalog: Catalog, outcome
     if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
     lessons.push({ record, terms: new Set(entries.termsOf(seq)?.keys() ?? []) });
   }
-  const clusters = cluster(lessons.map((l) => l.terms));
+  const clusters = await cluster(lessons.map((l) => l.terms), slicer);
   const rates = outcomeRates(outcomes, input.owner);
   const strategies: Strategy[] = [];
   for (const members of clusters) {
@@ -90,7 +96,7 @@ function standing(record: EntryRecord): number {
 }
 
 /** Single-link clusters of term sets: pairs sharing a selective term are compared, joined at CLUSTER_OVERLAP. */
-function cluster(termSets: readonly Set<string>[]): number[][] {
+async function cluster(termSets: readonly Set<string>[], slicer: TimeSlicer): Promise<number[][]> {
   const parent = termSets.map((_, i) => i);
   const find = (i: number): number => {
     while (parent[i] !== i) i = parent[i] = parent[parent[i] as number] as number;
@@ -114,6 +120,8 @@ function cluster(termSets: readonly Set<string>[]): number[][] {
         // Already joined: nothing to learn from comparing them again.
         if (find(i) === find(j)) continue;
         comparisons++;
+        const pause = slicer.tick();
+        if (pause) await pause;
         if (jaccard(termSets[i] as Set<string>, termSets[j] as Set<string>) >= CLUSTER_OVERLAP) parent[find(i)] = find(j);
       }
     }

@@ -15,13 +15,13 @@ type Handlers = Pick<ServiceImpl<typeof LearningService>, "surfaceStrategies" | 
 
 export function insightHandlers(deps: { entries: EntryStore; index: MemoryIndex; outcomes: OutcomeStore }): Handlers {
   return {
-    surfaceStrategies(req, ctx) {
+    async surfaceStrategies(req, ctx) {
       const caller = callerOf(ctx);
       const known = new Set<string>(LESSON_TYPES);
       for (const type of req.lessonTypes) {
         if (!known.has(type)) throw invalidArgument("lesson_types", `unknown lesson type ${quoted(type)}; known: ${LESSON_TYPES.join(", ")}`);
       }
-      const strategies = surfaceStrategies(deps.entries, deps.index.catalog, deps.outcomes, {
+      const strategies = await surfaceStrategies(deps.entries, deps.index.catalog, deps.outcomes, {
         owner: caller.userId,
         runId: bounded("run_id", req.runId),
         lessonTypes: new Set(req.lessonTypes),

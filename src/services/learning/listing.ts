@@ -22,7 +22,7 @@ const MAX_PAGE_TOKEN_LENGTH = 200;
 type ListRequest = Omit<ListLessonsRequest, "$typeName" | "$unknown">;
 
 export function listingHandlers(deps: { entries: EntryStore; catalog: Catalog }): Handlers {
-  const list = (req: ListRequest, owner: number) => {
+  const list = async (req: ListRequest, owner: number) => {
     const filter: LessonFilter = {
       owner,
       runId: bounded("run_id", req.runId),
@@ -39,7 +39,7 @@ export function listingHandlers(deps: { entries: EntryStore; catalog: Catalog })
     const limit = req.limit === 0 ? DEFAULT_LIMIT : Math.min(MAX_LIMIT, req.limit);
     const filters = filtersHash(filter);
     const before = req.pageToken === "" ? undefined : decodeToken(req.pageToken, filters);
-    const page = listLessons(deps.entries, deps.catalog, filter, limit, before);
+    const page = await listLessons(deps.entries, deps.catalog, filter, limit, before);
     return {
       lessons: page.lessons.map(lessonEntryOf),
       nextPageToken: page.nextBefore === undefined ? "" : Buffer.from(JSON.stringify({ before: page.nextBefore, filters }), "utf8").toString("base64url"),
