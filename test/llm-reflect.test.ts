@@ -1,36 +1,21 @@
 // Reflection with an LLM extractor, against an OpenAI-compatible server started by the test: its lessons are
 // validated field by field and pass the same gate; on an error, a timeout or invalid output the built-in extractor
 // answers instead and the response says so; calls are counted in the service_llm_* metrics.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
+import { completion, startFakeLlm, type FakeLlm } from "./harness/fake-llm.js";
 
-let fake: http.Server;
-let reply: (prompt: string) => { status: number; body: unknown; delayMs?: number } = () => ({ status: 500, body: {} });
+let llm: FakeLlm;
 let server: TestServer;
 
 beforeAll(async () => {
-  fake = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      const { status, body: out, delayMs } = reply(body);
-      setTimeout(() => {
-        res.writeHead(status, { "content-type": "application/json" });
-        res.end(JSON.stringify(out));
-      }, delayMs ?? 0);
-    });
-  });
-  await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
-  server = await startTestServer({ SERVICE_LLM_URL: url, SERVICE_LLM_MODEL: "fake-model", SERVICE_LLM_API_KEY: "sk-reflect-secret", SERVICE_LLM_TIMEOUT_MS: "500" });
+  llm = await startFakeLlm();
+  server = await startTestServer({ SERVICE_LLM_URL: llm.url, SERVICE_LLM_MODEL: "fake-model", SERVICE_LLM_API_KEY: "sk-reflect-secret", SERVICE_LLM_TIMEOUT_MS: "500" });
 });
 
 afterAll(async () => {
   await server.close();
-  fake.closeAllConnections();
-  await new Promise<void>((resolve) => fake.close(() => resolve()));
+  await llm.close();
 });
 
 async function post(path: string, body: object): Promise<Record<string, unknown>> {
@@ -41,10 +26,6 @@ async function post(path: string, body: object): Promise<Record<string, unknown>
   });
   expect(response.status).toBe(200);
   return (await response.json()) as Record<string, unknown>;
-}
-
-function completion(content: string): { status: number; body: unknown } {
-  return { status: 200, body: { choices: [{ message: { role: "assistant", content } }], usage: { prompt_tokens: 300, completion_tokens: 40 } } };
 }
 
 /** A run with a failure and its fix; returns the ids of its entries in write order. */
@@ -69,7 +50,7 @@ async function reflectCalls(outcome: string): Promise<number> {
 describe("reflect with an LLM extractor", () => {
   it("stores the LLM's lessons, keeping only the evidence ids it was shown", async () => {
     const ids = await runWithEvidence("llm-reflect-ok");
-    reply = () =>
+    llm.reply = () =>
       completion(
         "```json\n" +
           JSON.stringify({
@@ -110,7 +91,7 @@ describe("reflect with an LLM extractor", () => {
   ])("falls back to the built-in extractor on %s and says so", async (_name, answer, reason) => {
     const run = `llm-reflect-fallback-${reason.replace(/\W/g, "")}`;
     await runWithEvidence(run);
-    reply = answer;
+    llm.reply = answer;
     const reflected = await post("/v2/control/reflect", { run_id: run });
     expect(reflected["degraded"]).toBe(true);
     expect(String(reflected["fallback_reason"])).toContain(reason);

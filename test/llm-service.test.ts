@@ -1,31 +1,14 @@
 // The LLM answer path through the service, against an OpenAI-compatible server started by the test itself.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
+import { completion, startFakeLlm, type FakeLlm } from "./harness/fake-llm.js";
 
-let fake: http.Server;
-let fakeUrl: string;
-let reply: () => { status: number; body: unknown } = () => ({ status: 500, body: {} });
-const prompts: string[] = [];
-const authorizations: (string | undefined)[] = [];
+let llm: FakeLlm;
 let server: TestServer;
 
 beforeAll(async () => {
-  fake = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      prompts.push(body);
-      authorizations.push(req.headers.authorization);
-      const { status, body: out } = reply();
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(out));
-    });
-  });
-  await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
-  fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
-  server = await startTestServer({ SERVICE_LLM_URL: fakeUrl, SERVICE_LLM_MODEL: "fake-model", SERVICE_LLM_API_KEY: "sk-test-secret-123", SERVICE_LLM_TIMEOUT_MS: "2000" });
+  llm = await startFakeLlm();
+  server = await startTestServer({ SERVICE_LLM_URL: llm.url, SERVICE_LLM_MODEL: "fake-model", SERVICE_LLM_API_KEY: "sk-test-secret-123", SERVICE_LLM_TIMEOUT_MS: "2000" });
   await fetch(`${server.baseUrl}/v2/control/remember`, {
     method: "POST",
     headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json" },
@@ -35,7 +18,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server.close();
-  await new Promise<void>((resolve) => fake.close(() => resolve()));
+  await llm.close();
 });
 
 async function query(text: string): Promise<Record<string, unknown>> {
@@ -48,21 +31,14 @@ async function query(text: string): Promise<Record<string, unknown>> {
   return (await response.json()) as Record<string, unknown>;
 }
 
-function completion(content: string): { status: number; body: unknown } {
-  return {
-    status: 200,
-    body: { choices: [{ message: { role: "assistant", content } }], usage: { prompt_tokens: 120, completion_tokens: 15 } },
-  };
-}
-
 it("synthesises the answer with the LLM, validates its citations and counts the call", async () => {
-  reply = () => completion(JSON.stringify({ answer: "Team Falcon owns it.", citations: [0, 7], abstain: false }));
+  llm.reply = () => completion(JSON.stringify({ answer: "Team Falcon owns it.", citations: [0, 7], abstain: false }));
   const answer = await query("Who owns the billing service?");
   expect(answer["final_answer"]).toBe("Team Falcon owns it.");
   expect(answer["citations"]).toEqual([0]);
-  expect(prompts.at(-1)).toContain("The billing service is written in Go");
-  expect(prompts.at(-1)).toContain("fake-model");
-  expect(authorizations.at(-1)).toBe("Bearer sk-test-secret-123");
+  expect(llm.prompts.at(-1)).toContain("The billing service is written in Go");
+  expect(llm.prompts.at(-1)).toContain("fake-model");
+  expect(llm.authorizations.at(-1)).toBe("Bearer sk-test-secret-123");
   const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
   expect(metrics).toMatch(/service_llm_calls_total\{[^}]*outcome="ok"[^}]*\} [1-9]/);
   expect(metrics).toMatch(/service_llm_tokens_total\{[^}]*kind="prompt"[^}]*\} [1-9]/);
@@ -70,7 +46,7 @@ it("synthesises the answer with the LLM, validates its citations and counts the 
 });
 
 it("falls back to the evidence-based answer when the LLM fails, without leaking its key", async () => {
-  reply = () => ({ status: 500, body: { error: { message: "upstream exploded sk-test-secret-123" } } });
+  llm.reply = () => ({ status: 500, body: { error: { message: "upstream exploded sk-test-secret-123" } } });
   const answer = await query("Who owns the billing service?");
   expect(String(answer["final_answer"])).toContain("Falcon");
   expect((answer["citations"] as number[]).every((i) => i >= 0 && i < (answer["evidence"] as unknown[]).length)).toBe(true);
@@ -80,7 +56,7 @@ it("falls back to the evidence-based answer when the LLM fails, without leaking 
 });
 
 it("an LLM abstention yields empty citations and low confidence", async () => {
-  reply = () => completion(JSON.stringify({ answer: "", citations: [], abstain: true }));
+  llm.reply = () => completion(JSON.stringify({ answer: "", citations: [], abstain: true }));
   const answer = await query("What is the airspeed of an unladen swallow?");
   expect(answer["citations"]).toEqual([]);
   expect(answer["confidence"] as number).toBeLessThan(0.3);

@@ -6,23 +6,14 @@ import type { Catalog } from "../retrieval/catalog.js";
 import type { Storage } from "../storage/database.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
-import type { Outcome, OutcomeRecord, OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
+import type { OutcomeRecord, OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
 import { reinforce } from "./reinforcement.js";
 
-export interface OutcomeInput {
-  readonly owner: number;
-  readonly runId: string;
-  readonly referenceId: string;
-  readonly outcome: Outcome;
-  /** In [-1, 1]. */
-  readonly signal: number;
-  readonly rationale: string;
-  readonly agentId: string;
-  readonly userId: string;
-  readonly verifiedInProduction: boolean;
+/** An outcome as a request states it: the record's fields, with the entries it names still to be resolved. */
+export type OutcomeInput = Omit<OutcomeRecord, "v" | "id" | "reinforcedIds" | "createdAt"> & {
+  /** Further contributing entries, as named; resolved within the run and scope-checked. */
   readonly entryIds: readonly string[];
-  readonly idempotencyKey: string;
-}
+};
 
 export interface OutcomeResult {
   readonly outcomeId: string;

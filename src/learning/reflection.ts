@@ -3,7 +3,8 @@
 import type { EventBus } from "../events/event-bus.js";
 import type { EntryWriter } from "../memory/entry-writer.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
-import { terms, termFrequencies } from "../retrieval/text.js";
+import { jaccard, terms, termFrequencies } from "../retrieval/text.js";
+import { cosine } from "../retrieval/embedder.js";
 import type { Storage } from "../storage/database.js";
 import { initialLearning, newEntry, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry } from "../storage/entry-store.js";
 import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from "./evidence.js";
@@ -321,24 +322,7 @@ function lessonEntry(lesson: CandidateLesson, input: ReflectRequestInput, autoEx
 
 function sameCandidate(a: PreparedCandidate, b: PreparedCandidate): boolean {
   if (a.lesson.lessonType !== b.lesson.lessonType || a.lesson.scope !== b.lesson.scope) return false;
-  let shared = 0;
-  for (const term of a.terms) if (b.terms.has(term)) shared++;
-  const union = a.terms.size + b.terms.size - shared;
-  return (union > 0 && shared / union >= DUPLICATE_TERM_OVERLAP) || cosine(a.vector, b.vector) >= DUPLICATE_COSINE;
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as number;
-    const y = b[i] as number;
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
-  }
-  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
+  return jaccard(a.terms, b.terms) >= DUPLICATE_TERM_OVERLAP || cosine(a.vector, b.vector) >= DUPLICATE_COSINE;
 }
 
 /**

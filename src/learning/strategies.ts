@@ -6,6 +6,7 @@ import { isStaleRecord, type EntryRecord, type EntryStore } from "../storage/ent
 import { lessonTypeOf, scopeOf } from "./lesson-listing.js";
 import type { OutcomeStore } from "./outcome-store.js";
 import { TimeSlicer } from "../memory/scan.js";
+import { jaccard } from "../retrieval/text.js";
 
 /** Lessons clustered per call: the most recent ones. */
 export const MAX_CLUSTERED_LESSONS = 2_000;
@@ -147,13 +148,6 @@ function outcomeRates(outcomes: OutcomeStore, owner: number): Map<string, { posi
     }
   }
   return rates;
-}
-
-function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
-  let shared = 0;
-  for (const term of a) if (b.has(term)) shared++;
-  const union = a.size + b.size - shared;
-  return union === 0 ? 0 : shared / union;
 }
 
 function mean(values: readonly number[]): number {

@@ -5,6 +5,7 @@ import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import type { Catalog } from "../retrieval/catalog.js";
 import type { VectorIndex } from "../retrieval/vector-index.js";
 import type { CandidateLesson } from "./evidence.js";
+import { jaccard } from "../retrieval/text.js";
 
 /** Below this confidence a candidate is rejected. */
 export const CONFIDENCE_FLOOR = 0.3;
@@ -137,13 +138,6 @@ function isStale(record: EntryRecord): boolean {
 
 function scopeRank(scope: string): number {
   return scope === "global" ? 2 : scope === "session" ? 1 : 0;
-}
-
-function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
-  if (a.size === 0 && b.size === 0) return 0;
-  let shared = 0;
-  for (const term of a) if (b.has(term)) shared++;
-  return shared / (a.size + b.size - shared);
 }
 
 function clip(text: string): string {

@@ -9,7 +9,7 @@ export interface AnswerHit {
   readonly entry: { readonly content: string };
   readonly score: number;
 }
-import { sentences, terms, words } from "./text.js";
+import { jaccard, sentences, terms, words } from "./text.js";
 
 export interface Answer {
   readonly finalAnswer: string;
@@ -111,13 +111,6 @@ function chooseSentences(candidates: readonly Candidate[], queryTerms: ReadonlyS
   if (second === undefined) return [first];
   if (second.hit !== first.hit) return [first, second];
   return second.position < first.position ? [second, first] : [first, second];
-}
-
-function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
-  let shared = 0;
-  for (const t of a) if (b.has(t)) shared++;
-  const union = a.size + b.size - shared;
-  return union === 0 ? 0 : shared / union;
 }
 
 /**

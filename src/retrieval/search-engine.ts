@@ -106,11 +106,8 @@ export class SearchEngine {
       queryTerms: new Set(terms(req.text)),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
       conditionsOf: (seq) => conditionsOf(this.#entries.get(seq)?.metadataJson ?? "{}").map((c) => new Set(terms(c))),
-      idf: (owner, term) => {
-        const count = catalog.documentStats(owner).count;
-        const df = this.#sparse.documentFrequency(owner, term);
-        return Math.log(1 + (count - df + 0.5) / (df + 0.5));
-      },
+      idf: (owner, term) => inverseFrequency(catalog.documentStats(owner).count, this.#sparse.documentFrequency(owner, term)),
+      maxIdf: (owner) => inverseFrequency(catalog.documentStats(owner).count, 1),
       rules: tuning.crossRun,
     });
 
@@ -185,4 +182,9 @@ function conditionsOf(metadataJson: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** BM25's inverse document frequency of a term found in `df` of `count` entries. */
+function inverseFrequency(count: number, df: number): number {
+  return Math.log(1 + (count - df + 0.5) / (df + 0.5));
 }

@@ -42,3 +42,11 @@ export function sentences(text: string): string[] {
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
 }
+
+/** Shared terms over all terms of two sets (Jaccard); 0 when both are empty. */
+export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+  let shared = 0;
+  for (const term of a) if (b.has(term)) shared++;
+  const union = a.size + b.size - shared;
+  return union === 0 ? 0 : shared / union;
+}

@@ -7,7 +7,10 @@
 import { IMPORTANCE_LEVELS, LESSON_TYPES, type Importance, type LessonType } from "../../storage/entry-record.js";
 import { ChatError, type ChatCompleter, type ChatMessage } from "../../retrieval/llm/chat-client.js";
 import type { EvidenceItem, Extraction, LessonExtractor } from "../evidence.js";
-import { candidateOf, clip, collapse, dedupeLessons, extractionOf, mayTeach, roundConfidence, summaryOf, type Draft } from "./lesson-text.js";
+import { candidateOf, dedupeLessons, extractionOf, roundConfidence, summaryOf, type Draft } from "./lesson-drafts.js";
+import { mayTeach } from "./lesson-text.js";
+import { clip, collapse } from "./phrasing.js";
+import { extractObject } from "../../retrieval/llm/answer-synthesizer.js";
 
 export interface LlmExtractorOptions {
   /** Bound on the model call; the caller's signal can end it sooner. */
@@ -159,24 +162,6 @@ export function buildExtractionPrompt(items: readonly EvidenceItem[], maxItemCha
   ];
 }
 
-/** The JSON object in a reply, tolerating a ```json fence and prose around it; undefined when there is none. */
-function replyObject(reply: string): Record<string, unknown> | undefined {
-  const fenced = /```(?:json)?\s*([\s\S]*?)```/i.exec(reply);
-  for (const candidate of [fenced?.[1], reply]) {
-    if (candidate === undefined) continue;
-    const start = candidate.indexOf("{");
-    const end = candidate.lastIndexOf("}");
-    if (start < 0 || end <= start) continue;
-    try {
-      const value: unknown = JSON.parse(candidate.slice(start, end + 1));
-      if (isRecord(value)) return value;
-    } catch {
-      // Try the next candidate.
-    }
-  }
-  return undefined;
-}
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -226,7 +211,7 @@ function lessonOf(raw: unknown, positions: ReadonlyMap<string, number>): Draft |
  * reply is not the requested JSON. Source ids must name items of `evidence`.
  */
 export function parseExtractionReply(reply: string, evidence: readonly EvidenceItem[]): { readonly extraction: Extraction; readonly dropped: number } | string {
-  const object = replyObject(reply);
+  const object = extractObject(reply);
   const snippet = clip(collapse(reply), SNIPPET_CHARS);
   if (object === undefined) return `reply is not JSON: "${snippet}"`;
   if (!Array.isArray(object["lessons"])) return `reply has no "lessons" list: "${snippet}"`;

@@ -70,7 +70,7 @@ interface RawReply {
 }
 
 /** The JSON object in a reply, tolerating code fences and prose around it; undefined when there is none. */
-function extractObject(reply: string): Record<string, unknown> | undefined {
+export function extractObject(reply: string): Record<string, unknown> | undefined {
   const fenced = /```(?:json)?\s*([\s\S]*?)```/iu.exec(reply);
   const candidates = [fenced?.[1], reply];
   for (const candidate of candidates) {

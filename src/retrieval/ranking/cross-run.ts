@@ -17,6 +17,8 @@ export interface CrossRunRules {
    * the lesson was learned in must be the question's, not only its topic.
    */
   readonly minConditionCoverage: number;
+  /** Share of the highest possible IDF a word must have to say a condition is met (rare among the owner's entries). */
+  readonly distinctiveIdf: number;
   /** Share of the best cross-run candidate's score a candidate must reach. */
   readonly relativeFloor: number;
   /** Cross-run candidates kept at most. */
@@ -36,6 +38,8 @@ export interface CrossRunInput {
   readonly conditionsOf: (seq: number) => readonly ReadonlySet<string>[];
   /** Inverse document frequency of a term among the candidate owner's entries. */
   readonly idf: (owner: number, term: string) => number;
+  /** The IDF of a term in just one of the owner's entries. */
+  readonly maxIdf: (owner: number) => number;
   readonly rules: CrossRunRules;
 }
 
@@ -69,7 +73,11 @@ function coverage(input: CrossRunInput, seq: number): number {
   return total === 0 ? 0 : shared / total;
 }
 
-/** The best IDF-weighted share of one of the candidate's conditions that the question holds; 1 without conditions. */
+/**
+ * The best IDF-weighted share of one of the candidate's conditions that the question holds; 1 without conditions. A
+ * condition counts only when the question shares a rare word of it (see CrossRunRules.distinctiveIdf): words every
+ * task of a kind uses ("the billing API") do not say the lesson's situation is the question's.
+ */
 function conditionCoverage(input: CrossRunInput, seq: number): number {
   const conditions = input.conditionsOf(seq);
   if (conditions.length === 0) return 1;
@@ -78,12 +86,15 @@ function conditionCoverage(input: CrossRunInput, seq: number): number {
   for (const condition of conditions) {
     let total = 0;
     let held = 0;
+    let distinctive = false;
     for (const term of condition) {
       const weight = input.idf(owner, term);
       total += weight;
-      if (input.queryTerms.has(term)) held += weight;
+      if (!input.queryTerms.has(term)) continue;
+      held += weight;
+      if (weight >= input.rules.distinctiveIdf * input.maxIdf(owner)) distinctive = true;
     }
-    if (total > 0) best = Math.max(best, held / total);
+    if (total > 0 && distinctive) best = Math.max(best, held / total);
   }
   return best;
 }

@@ -1,10 +1,10 @@
 // Lesson listing under /v2/control/lessons and /v2/loop/lessons (POST, and GET with query parameters): filters
 // validated, pages continued by an opaque cursor bound to the filters it was issued for.
-import { createHash } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { LearningService, ListLessonsRequest } from "../../../gen/engram/v2/learning_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
 import { invalidArgument } from "../../platform/errors.js";
+import { cursorSeq, decodeCursor, encodeCursor, filtersDigest } from "../../platform/page-cursor.js";
 import type { Catalog } from "../../retrieval/catalog.js";
 import { IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, PROMOTION_STATES, VALIDATION_STATUSES, type EntryStore } from "../../storage/entry-store.js";
 import { listLessons, type LessonFilter } from "../../learning/lesson-listing.js";
@@ -16,7 +16,6 @@ type Handlers = Pick<ServiceImpl<typeof LearningService>, "listLessons" | "listL
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 500;
-const MAX_PAGE_TOKEN_LENGTH = 200;
 
 /** The request fields both listing routes share (ListLoopLessonsRequest has the same fields). */
 type ListRequest = Omit<ListLessonsRequest, "$typeName" | "$unknown">;
@@ -37,12 +36,12 @@ export function listingHandlers(deps: { entries: EntryStore; catalog: Catalog })
       minConfidence: req.minConfidence === undefined ? 0 : clampedConfidence("min_confidence", req.minConfidence),
     };
     const limit = req.limit === 0 ? DEFAULT_LIMIT : Math.min(MAX_LIMIT, req.limit);
-    const filters = filtersHash(filter);
+    const filters = filtersDigest(JSON.stringify(filter));
     const before = req.pageToken === "" ? undefined : decodeToken(req.pageToken, filters);
     const page = await listLessons(deps.entries, deps.catalog, filter, limit, before);
     return {
       lessons: page.lessons.map(lessonEntryOf),
-      nextPageToken: page.nextBefore === undefined ? "" : Buffer.from(JSON.stringify({ before: page.nextBefore, filters }), "utf8").toString("base64url"),
+      nextPageToken: page.nextBefore === undefined ? "" : encodeCursor({ before: page.nextBefore, filters }),
     };
   };
   return {
@@ -51,22 +50,10 @@ export function listingHandlers(deps: { entries: EntryStore; catalog: Catalog })
   };
 }
 
-function filtersHash(filter: LessonFilter): string {
-  return createHash("sha256").update(JSON.stringify(filter)).digest("base64url").slice(0, 16);
-}
-
+/** The seq the next page reads below; throws a 400 naming page_token when the token is not one of these filters'. */
 function decodeToken(token: string, filters: string): number {
-  const malformed = invalidArgument("page_token", "is malformed; pass a next_page_token unchanged");
-  if (token.length > MAX_PAGE_TOKEN_LENGTH || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-  } catch {
-    throw malformed;
-  }
-  if (parsed === null || typeof parsed !== "object") throw malformed;
-  const { before, filters: issuedFor } = parsed as Record<string, unknown>;
-  if (typeof before !== "number" || !Number.isSafeInteger(before) || before < 0 || typeof issuedFor !== "string") throw malformed;
+  const { before, filters: issuedFor } = decodeCursor(token);
+  const at = cursorSeq(before);
   if (issuedFor !== filters) throw invalidArgument("page_token", "was issued for other filters; send the same filters with it");
-  return before;
+  return at;
 }
