@@ -160,12 +160,13 @@ export class Reflector {
         directiveHint: "",
       });
     }
-    // Entries were read newest first: put them in write order before the outcomes join (equal times keep it).
+    // Entries were read newest first: put them in write order.
     items.reverse();
+    const outcomes: EvidenceItem[] = [];
     if (input.includeStepOutcomes) {
       for (const step of this.#outcomes.stepOutcomesOfRun(input.owner, input.runId, MAX_EVIDENCE_ITEMS)) {
         if (step.updatedAt < afterTime || (input.stepId !== "" && step.stepId !== input.stepId) || !userMatches(step.userId)) continue;
-        items.push({
+        outcomes.push({
           id: step.id,
           kind: "step_outcome",
           content: clip(step.rationale),
@@ -182,7 +183,7 @@ export class Reflector {
     if (input.stepId === "") {
       for (const outcome of this.#outcomes.outcomesOfRun(input.owner, input.runId, 200)) {
         if (outcome.createdAt < afterTime || !userMatches(outcome.userId)) continue;
-        items.push({
+        outcomes.push({
           id: outcome.id,
           kind: "run_outcome",
           content: clip(outcome.rationale),
@@ -196,8 +197,8 @@ export class Reflector {
         });
       }
     }
-    items.sort((a, b) => a.createdAt - b.createdAt);
-    return input.lastNItems > 0 ? items.slice(-input.lastNItems) : items;
+    const ordered = withOutcomesInPlace(items, outcomes);
+    return input.lastNItems > 0 ? ordered.slice(-input.lastNItems) : ordered;
   }
 
   async #prepare(lessons: readonly CandidateLesson[]): Promise<PreparedCandidate[]> {
@@ -291,6 +292,32 @@ export class Reflector {
     });
     return results;
   }
+}
+
+/**
+ * Entries (in write order) and outcomes as one story: a step's outcome right after the last entry of that step —
+ * agents often record outcomes after the fact, and the extractor reads a failure, its fix and its success in the
+ * order they happened — and any other outcome at its time.
+ */
+function withOutcomesInPlace(entries: readonly EvidenceItem[], outcomes: readonly EvidenceItem[]): EvidenceItem[] {
+  const lastOfStep = new Map<string, number>();
+  entries.forEach((item, i) => {
+    if (item.stepId !== "") lastOfStep.set(item.stepId, i);
+  });
+  const afterEntry = new Map<number, EvidenceItem[]>();
+  const timed: EvidenceItem[] = [];
+  for (const outcome of [...outcomes].sort((a, b) => a.createdAt - b.createdAt)) {
+    const at = outcome.stepId === "" ? undefined : lastOfStep.get(outcome.stepId);
+    if (at === undefined) timed.push(outcome);
+    else afterEntry.set(at, [...(afterEntry.get(at) ?? []), outcome]);
+  }
+  const ordered: EvidenceItem[] = [];
+  let next = 0;
+  entries.forEach((entry, i) => {
+    while (next < timed.length && (timed[next] as EvidenceItem).createdAt < entry.createdAt) ordered.push(timed[next++] as EvidenceItem);
+    ordered.push(entry, ...(afterEntry.get(i) ?? []));
+  });
+  return [...ordered, ...timed.slice(next)];
 }
 
 /** What a lesson is found by: its text and the conditions under which it applies. */

@@ -106,8 +106,8 @@ export class SearchEngine {
       queryTerms: new Set(terms(req.text)),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
       conditionsOf: (seq) => conditionsOf(this.#entries.get(seq)?.metadataJson ?? "{}").map((c) => new Set(terms(c))),
-      idf: (owner, term) => inverseFrequency(catalog.documentStats(owner).count, this.#sparse.documentFrequency(owner, term)),
-      maxIdf: (owner) => inverseFrequency(catalog.documentStats(owner).count, 1),
+      documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
+      documentCount: (owner) => catalog.documentStats(owner).count,
       rules: tuning.crossRun,
     });
 
@@ -182,9 +182,4 @@ function conditionsOf(metadataJson: string): string[] {
   } catch {
     return [];
   }
-}
-
-/** BM25's inverse document frequency of a term found in `df` of `count` entries. */
-function inverseFrequency(count: number, df: number): number {
-  return Math.log(1 + (count - df + 0.5) / (df + 0.5));
 }

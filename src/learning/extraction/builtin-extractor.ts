@@ -3,8 +3,8 @@
 //
 // Deterministic (same evidence, same output) and linear in the evidence: every per-item step is bounded (characters,
 // sentences, open failure chains; see reading-limits.ts), and the few pairwise comparisons run over capped lists.
-import { sentences } from "../../retrieval/text.js";
-import type { EvidenceItem, Extraction, LessonExtractor } from "../evidence.js";
+import { sentences, terms } from "../../retrieval/text.js";
+import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from "../evidence.js";
 import { FailureChains } from "./failure-chains.js";
 import { failureDraft } from "./failure-lessons.js";
 import { fixParts } from "./fix-parts.js";
@@ -39,8 +39,20 @@ export function extractLessons(evidence: readonly EvidenceItem[]): Extraction {
     .slice(0, LIMITS.lessons)
     .map(candidateOf)
     // A lesson drawn from the opening entry itself already says what it says.
-    .map((lesson) => (situation === undefined || lesson.sourceIds.includes(situation.id) ? lesson : { ...lesson, conditions: [...lesson.conditions, situation.condition] }));
+    .map((lesson) => (situation === undefined || lesson.sourceIds.includes(situation.id) ? lesson : withSituation(lesson, situation)));
   return extractionOf(lessons, summaryOf(lessons, evidence.length));
+}
+
+/**
+ * A lesson with the situation it was learned in as conditions: the whole task (`while …`) and, when the lesson itself
+ * speaks of some of the task's words (the "40 GB" of "upload the 40 GB dump" that the failure also names), those
+ * words (`about …`): what set this task apart from others of its kind, and what a later task must share.
+ */
+function withSituation(lesson: CandidateLesson, situation: Situation): CandidateLesson {
+  const spoken = new Set(terms([lesson.content, lesson.rationale, ...lesson.conditions].join("\n")));
+  const shared = situation.words.filter((word) => terms(word).some((term) => spoken.has(term)));
+  const about = shared.length === 0 ? [] : [`about ${[...new Set(shared)].join(" ")}`];
+  return { ...lesson, conditions: [...lesson.conditions, situation.condition, ...about] };
 }
 
 /** Role labels agents put before what they log ("action: …", "observation: …"); the words after them are the evidence. */
@@ -66,11 +78,18 @@ function withoutRoleLabel(item: EvidenceItem): EvidenceItem | undefined {
  * The situation the run's lessons were learned in: its opening entry (the task an agent states first), as a
  * `while …` condition. Later runs facing a similar task find the lessons by it.
  */
-function situationOf(evidence: readonly EvidenceItem[]): { id: string; condition: string } | undefined {
+interface Situation {
+  readonly id: string;
+  readonly condition: string;
+  /** The situation's words, as written. */
+  readonly words: readonly string[];
+}
+
+function situationOf(evidence: readonly EvidenceItem[]): Situation | undefined {
   const opening = evidence.find((item) => item.kind === "trace" || item.kind === "fact" || item.kind === "working_memory");
   if (opening === undefined) return undefined;
-  const text = collapse(opening.content).replace(/^(?:task|goal|objective)\s*:\s*/i, "");
-  return text === "" ? undefined : { id: opening.id, condition: `while ${clip(text, SITUATION_CHARS)}` };
+  const text = clip(collapse(opening.content).replace(/^(?:task|goal|objective)\s*:\s*/i, ""), SITUATION_CHARS);
+  return text === "" ? undefined : { id: opening.id, condition: `while ${text}`, words: text.match(/[\p{L}\p{N}][\p{L}\p{N}_-]*/gu) ?? [] };
 }
 
 function isFailed(item: EvidenceItem): boolean {

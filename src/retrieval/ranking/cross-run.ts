@@ -17,7 +17,11 @@ export interface CrossRunRules {
    * the lesson was learned in must be the question's, not only its topic.
    */
   readonly minConditionCoverage: number;
-  /** Share of the highest possible IDF a word must have to say a condition is met (rare among the owner's entries). */
+  /**
+   * A word says a condition is met only when it is rare among the owner's entries: its IDF at least this share of
+   * the IDF of a word in one entry — or it is in at most two entries (the task that taught the lesson and the lesson
+   * itself), which in a small store the share cannot tell.
+   */
   readonly distinctiveIdf: number;
   /** Share of the best cross-run candidate's score a candidate must reach. */
   readonly relativeFloor: number;
@@ -36,10 +40,9 @@ export interface CrossRunInput {
   readonly termsOf: (seq: number) => ReadonlySet<string>;
   /** The index terms of each of a candidate's conditions; empty when it has none. */
   readonly conditionsOf: (seq: number) => readonly ReadonlySet<string>[];
-  /** Inverse document frequency of a term among the candidate owner's entries. */
-  readonly idf: (owner: number, term: string) => number;
-  /** The IDF of a term in just one of the owner's entries. */
-  readonly maxIdf: (owner: number) => number;
+  /** How many of the owner's entries hold a term, and how many entries the owner has. */
+  readonly documentFrequency: (owner: number, term: string) => number;
+  readonly documentCount: (owner: number) => number;
   readonly rules: CrossRunRules;
 }
 
@@ -66,7 +69,7 @@ function coverage(input: CrossRunInput, seq: number): number {
   let total = 0;
   let shared = 0;
   for (const term of input.queryTerms) {
-    const weight = input.idf(owner, term);
+    const weight = idf(input, owner, term);
     total += weight;
     if (held.has(term)) shared += weight;
   }
@@ -82,19 +85,29 @@ function conditionCoverage(input: CrossRunInput, seq: number): number {
   const conditions = input.conditionsOf(seq);
   if (conditions.length === 0) return 1;
   const owner = input.catalog.ownerOf(seq);
+  const rareIdf = input.rules.distinctiveIdf * inverseFrequency(input.documentCount(owner), 1);
   let best = 0;
   for (const condition of conditions) {
     let total = 0;
     let held = 0;
     let distinctive = false;
     for (const term of condition) {
-      const weight = input.idf(owner, term);
+      const weight = idf(input, owner, term);
       total += weight;
       if (!input.queryTerms.has(term)) continue;
       held += weight;
-      if (weight >= input.rules.distinctiveIdf * input.maxIdf(owner)) distinctive = true;
+      if (weight >= rareIdf || input.documentFrequency(owner, term) <= 2) distinctive = true;
     }
     if (total > 0 && distinctive) best = Math.max(best, held / total);
   }
   return best;
+}
+
+/** BM25's inverse document frequency of a term among the owner's entries. */
+function idf(input: CrossRunInput, owner: number, term: string): number {
+  return inverseFrequency(input.documentCount(owner), input.documentFrequency(owner, term));
+}
+
+function inverseFrequency(count: number, df: number): number {
+  return Math.log(1 + (count - df + 0.5) / (df + 0.5));
 }

@@ -48,7 +48,7 @@ export const DEFAULT_TUNING: SearchTuning = {
     minCoverage: 0.3,
     sufficientCoverage: 0.6,
     minConditionCoverage: 0.5,
-    distinctiveIdf: Number(process.env["XR_DIST"] ?? 0.45),
+    distinctiveIdf: 0.55,
     relativeFloor: 0.6,
     maximum: 3,
   },
