@@ -1691,6 +1691,17 @@ export const EmergentStrategySchema: GenMessage<EmergentStrategy> = /*@__PURE__*
  * Quarantined and invalidated lessons are never retrieved as guidance (not
  * by query, context or recall, not overlaid, not in diagnose or strategies);
  * stale lessons are ranked lower and never overlaid. They stay listed.
+ *
+ * Engram design — lessons reaching a run from the owner's other runs (global
+ * or auditioning ones) join a query, recall or context answer only when they
+ * bear on the question, since guidance for another situation misleads: the
+ * lesson's words hold at least 30 % of the question's IDF weight, and either
+ * 60 % of it or the question meets half of one of the lesson's conditions
+ * (IDF-weighted) through a word rare among the owner's entries; at most the
+ * best 3 such lessons join, each within 60 % of the best one's score. Reflection records as conditions the task a lesson was learned in
+ * (`while <the run's opening entry>`) and the words of that task the lesson
+ * itself speaks of (`about <words>`); learning the lesson again in another
+ * run adds that run's conditions.
  * - `importance`: `low`, `medium` (default), `high`, `critical`.
  *
  * @generated from service engram.v2.LearningService
