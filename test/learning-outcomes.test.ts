@@ -201,7 +201,7 @@ describe.each(TRANSPORTS)("RecordOutcome over %s", (transport) => {
     expect((await lesson(c, key, id))["confidence"]).toBeCloseTo(posterior(0.5, applied), 9);
   });
 
-  it("rejects an empty run_id, an unknown outcome, a signal that is not a number and more than 1,000 entry_ids; applies nothing", async () => {
+  it("rejects an empty run_id, an unknown outcome, a signal that is not a number and more than 100 entry_ids; applies nothing", async () => {
     const c = on(transport);
     const key = await fresh("bad-outcome");
     const id = await learn(c, key, "bad-run", "Vacuum the analytics tables weekly.", { confidence: 0.5 });
@@ -209,13 +209,13 @@ describe.each(TRANSPORTS)("RecordOutcome over %s", (transport) => {
     expectInvalid(await c.call(L.outcome, { ...base, run_id: "" }, key), "run_id");
     expectInvalid(await c.call(L.outcome, { ...base, outcome: "great" }, key), "outcome");
     expectInvalid(await c.call(L.outcome, { ...base, signal: "NaN" }, key), "signal");
-    const tooMany = Array.from({ length: 1001 }, (_, i) => `ent_${i.toString(36)}zz`);
+    const tooMany = Array.from({ length: 101 }, (_, i) => `ent_${i.toString(36)}zz`);
     expectInvalid(await c.call(L.outcome, { ...base, entry_ids: tooMany }, key), "entry_ids");
     expect(await lesson(c, key, id)).toMatchObject({ reinforcement_count: 0, confidence: 0.5 });
-    // 1,000 is the limit, not beyond it: unknown ids are skipped.
-    const atLimit = await outcome(c, key, { ...base, entry_ids: tooMany.slice(0, 1000) });
+    // 100 is the limit, not beyond it: unknown ids are skipped.
+    const atLimit = await outcome(c, key, { ...base, entry_ids: tooMany.slice(0, 100) });
     expect(atLimit).toMatchObject({ entries_reinforced: 1, reinforcement_count: 1 });
-    expect(atLimit["skipped_entry_ids"]).toHaveLength(1000);
+    expect(atLimit["skipped_entry_ids"]).toHaveLength(100);
   });
 });
 

@@ -118,7 +118,7 @@ export class Reflector {
       extraction = { lessons: input.callerLessons, summary: "", confidence: 0, degraded: false, fallbackReason: "" };
     }
     const candidates = await this.#prepare(extraction.lessons);
-    const decisions = this.#decide(candidates, input);
+    const decisions = await this.#decide(candidates, input);
     const stored = await this.#commit(candidates, decisions, input, autoExtracted);
     return {
       decisions: stored,
@@ -208,15 +208,24 @@ export class Reflector {
     return lessons.map((lesson, i) => ({ lesson, terms: new Set(terms(texts[i] as string)), vector: vectors[i] as Float32Array }));
   }
 
-  #decide(candidates: readonly PreparedCandidate[], input: ReflectRequestInput): (GateDecision | { kind: "batch"; index: number; reason: string })[] {
+  /** The gate's decision on each candidate, in order; candidates are judged in time slices (see memory/scan.ts). */
+  async #decide(candidates: readonly PreparedCandidate[], input: ReflectRequestInput): Promise<(GateDecision | { kind: "batch"; index: number; reason: string })[]> {
+    const slicer = new TimeSlicer();
     const taken: number[] = [];
-    return candidates.map((candidate, i) => {
+    const decisions: (GateDecision | { kind: "batch"; index: number; reason: string })[] = [];
+    for (const [i, candidate] of candidates.entries()) {
+      const pause = slicer.tick();
+      if (pause) await pause;
       const earlier = taken.find((j) => sameCandidate(candidates[j] as PreparedCandidate, candidate));
-      if (earlier !== undefined) return { kind: "batch", index: earlier, reason: `the same as lesson ${earlier} of this reflection` };
+      if (earlier !== undefined) {
+        decisions.push({ kind: "batch", index: earlier, reason: `the same as lesson ${earlier} of this reflection` });
+        continue;
+      }
       const decision = this.#gate.decide(candidate, { owner: input.owner, runId: input.runId, userId: input.userId });
       if (decision.kind === "accepted" || (decision.kind === "quarantined" && decision.into === undefined)) taken.push(i);
-      return decision;
-    });
+      decisions.push(decision);
+    }
+    return decisions;
   }
 
   async #commit(

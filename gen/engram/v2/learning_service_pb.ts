@@ -1827,7 +1827,7 @@ export const LearningService: GenService<{
    * lesson or rule that reaches the run from a wider scope (global or
    * auditioning), since that is how it could have helped there.
    * Errors: INVALID_ARGUMENT (empty `run_id`, unknown `outcome`, `signal` not
-   * a number, more than 1,000 `entry_ids`).
+   * a number, more than 100 `entry_ids`).
    *
    * @generated from rpc engram.v2.LearningService.RecordOutcome
    */

@@ -9,8 +9,11 @@ import { bounded, content, jsonObject, oneOf, required } from "../memory/validat
 
 type Handlers = Pick<ServiceImpl<typeof LearningService>, "recordOutcome" | "recordStepOutcome">;
 
-/** Contributing entries one outcome may name. */
-const MAX_ENTRY_IDS = 1_000;
+/**
+ * Contributing entries one outcome may name: each is rewritten in the outcome's one transaction, so the bound keeps an
+ * outcome to a few milliseconds (a context block's sources are far fewer).
+ */
+const MAX_ENTRY_IDS = 100;
 /** The signal an outcome carries when the request leaves it 0. */
 const SIGNAL_OF: Readonly<Record<Outcome, number>> = { success: 1, partial: 0.5, neutral: 0, failure: -1 };
 
