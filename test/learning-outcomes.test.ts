@@ -754,3 +754,14 @@ describe("idempotency across a restart", () => {
     expect(stored["confidence"]).toBeCloseTo(posterior(0.5, [{ signal: 1 }]), 9);
   });
 });
+
+describe("step ids beyond the Basic Multilingual Plane", () => {
+  it("are read back like any other: reflect sees a step outcome whose step id is an emoji", async () => {
+    const c = on("rest");
+    const key = await fresh("emoji-step");
+    await ok(c, L.step, { run_id: "emoji-run", step_id: "🚀-deploy", outcome: "failure", rationale: "rollout stalled", directive_hint: "Warm the cache before the rollout" }, key);
+    const reflected = await ok(c, L.reflect, { run_id: "emoji-run" }, key);
+    expect(reflected["evidence_items"]).toBe(1);
+    expect((reflected["lessons"] as JsonObject[]).map((l) => l["content"])).toContain("Warm the cache before the rollout");
+  });
+});

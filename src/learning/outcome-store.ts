@@ -93,7 +93,7 @@ export class OutcomeStore {
 
   /** Every outcome of an owner (strategies read success rates), at most `limit`, newest first. */
   outcomesOfOwner(owner: number, limit: number): OutcomeRecord[] {
-    const range = this.#storage.dbs.outcomes.getRange({ start: [owner, "\uffff"], end: [owner, ""], reverse: true, limit });
+    const range = this.#storage.dbs.outcomes.getRange({ start: [owner + 1], end: [owner], reverse: true, limit });
     return [...range].map(({ key, value }) => decodeOutcome(key, value));
   }
 
@@ -116,13 +116,13 @@ export class OutcomeStore {
 
   /** A run's step outcomes in step id order, at most `limit`. */
   stepOutcomesOfRun(owner: number, runId: string, limit: number): StepOutcomeRecord[] {
-    const range = this.#storage.dbs.stepOutcomes.getRange({ start: [owner, runId, ""], end: [owner, runId, "\uffff"], limit });
+    const range = this.#storage.dbs.stepOutcomes.getRange({ start: [owner, runId], end: afterRun(owner, runId), limit });
     return [...range].map(({ key, value }) => decodeStepOutcome(key, value));
   }
 
   /** Every step outcome of an owner, at most `limit` (diagnosis reads past failures and their fixes). */
   stepOutcomesOfOwner(owner: number, limit: number): StepOutcomeRecord[] {
-    const range = this.#storage.dbs.stepOutcomes.getRange({ start: [owner, ""], end: [owner, "\uffff"], limit });
+    const range = this.#storage.dbs.stepOutcomes.getRange({ start: [owner], end: [owner + 1], limit });
     return [...range].map(({ key, value }) => decodeStepOutcome(key, value));
   }
 
@@ -139,12 +139,20 @@ export class OutcomeStore {
       dbs.outcomes.remove(key);
       removed++;
     }
-    for (const key of dbs.stepOutcomes.getKeys({ start: [owner, runId, ""], end: [owner, runId, "\uffff"], limit: Math.max(0, limit - removed) })) {
+    for (const key of dbs.stepOutcomes.getKeys({ start: [owner, runId], end: afterRun(owner, runId), limit: Math.max(0, limit - removed) })) {
       dbs.stepOutcomes.remove(key);
       removed++;
     }
     return removed;
   }
+}
+
+/**
+ * The first key after every key of a run: ids hold no NUL, so the run id with a NUL appended sorts after all of its
+ * keys and before the next run's (a bound like "\uffff" would miss step ids with characters above it, e.g. emoji).
+ */
+function afterRun(owner: number, runId: string): Key {
+  return [owner, `${runId}\u0000`];
 }
 
 function decodeOutcome(key: Key, value: unknown): OutcomeRecord {
