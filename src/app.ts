@@ -51,6 +51,10 @@ import { RunsService } from "../gen/engram/v2/runs_service_pb.js";
 import { runsService } from "./services/runs/runs-service.js";
 import { ServerReflection } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { PLANNED_SERVICES } from "./services/planned.js";
+import { CoordinationService } from "../gen/engram/v2/coordination_service_pb.js";
+import { coordinationService } from "./services/coordination/coordination-service.js";
+import { AgentRegistry } from "./coordination/agent-registry.js";
+import { Handoffs } from "./coordination/handoffs.js";
 import { LearningService } from "../gen/engram/v2/learning_service_pb.js";
 import { learningService } from "./services/learning/learning-service.js";
 import { LearningChanges } from "./learning/learning-changes.js";
@@ -60,7 +64,17 @@ import { Reflector } from "./learning/reflection.js";
 import { BuiltinExtractor } from "./learning/extraction/builtin-extractor.js";
 import { LlmExtractor } from "./learning/extraction/llm-extractor.js";
 import { EntryChanges } from "./memory/entry-changes.js";
-import { RunDeletion } from "./memory/run-deletion.js";
+import { RunDeletion, type RunPlanePurge } from "./memory/run-deletion.js";
+import { RunDirectory } from "./runs/run-directory.js";
+import { RunLinks } from "./runs/run-links.js";
+import { PlanningService } from "../gen/engram/v2/planning_service_pb.js";
+import { Planning, deletePlanningOfRun, goalsOfRun, variablesOfRun } from "./planning/planning.js";
+import { planningService } from "./services/planning/planning-service.js";
+import { SessionsService } from "../gen/engram/v2/sessions_service_pb.js";
+import { sessionsService } from "./services/sessions/sessions-service.js";
+import { closedSessionGuard } from "./services/sessions/closed-session-guard.js";
+import { ControlSessionStore } from "./control-sessions/control-session-store.js";
+import { ControlSessions } from "./control-sessions/control-sessions.js";
 
 export interface Engram {
   readonly port: number;
@@ -90,6 +104,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const storage = openStorage(config.dataDir);
   const users = new UserStore(storage);
   const entries = new EntryStore(storage);
+  const controlSessionStore = new ControlSessionStore(storage, entries);
   const authenticator = new Authenticator(users, config.instanceTag, config.adminKey);
   await authenticator.bootstrap(config.dataDir, logger);
 
@@ -97,16 +112,23 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const events = new EventBus(subscriptionLimits);
   const embedder = await createEmbedder(config);
   const index = new MemoryIndex(storage, entries, embedder, logger);
+  // Observes the catalog from before it loads, so its run summaries are rebuilt with it at start-up.
+  const runDirectory = new RunDirectory(index.catalog);
+  const runLinks = new RunLinks(storage, events);
   const writer = new EntryWriter(entries, index, events, metrics);
   const background = new BackgroundGate();
   const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger, background);
   const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
-  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), policyInterceptor(config)], config.maxRequestBytes);
+  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
+  const agentRegistry = new AgentRegistry(storage, events);
+  const handoffs = new Handoffs(storage, events);
   const memoryDeps = {
+    agents: agentRegistry,
+    handoffs,
     entries,
     index,
     writer,
@@ -115,12 +137,22 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     acl,
     logger,
     directSearchEnabled: config.coreEnableDirectSearch,
+    runLinks,
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
+  router.service(CoordinationService, coordinationService({ agents: agentRegistry, handoffs, liveness: { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs } }));
   const changes = new EntryChanges(storage, entries, index, events);
   const learning = new LearningChanges(entries, index, events);
   const outcomeStore = new OutcomeStore(storage);
-  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore);
+  // Every plane's records of a run go in delete_run's one transaction (core nodes: DELETE /v2/core/runs/{run_id}).
+  const runPlanes: RunPlanePurge[] = [
+    (owner, runId) => ({ links: runLinks.forgetRunInTransaction(owner, runId) }),
+    (owner, runId) => ({ agents: agentRegistry.deleteRunInTransaction(owner, runId), handoffs: handoffs.deleteRunInTransaction(owner, runId) }),
+    (owner, runId) => ({ control_sessions: controlSessionStore.removeInTransaction(owner, runId) ? 1 : 0 }),
+    (owner, runId) => ({ ...deletePlanningOfRun(storage, owner, runId) }),
+  ];
+  const planning = new Planning({ storage, entries, writer, events });
+  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore, runPlanes);
   const builtinExtractor = new BuiltinExtractor();
   const reflector = new Reflector({
     storage,
@@ -133,22 +165,26 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     extractor: llm === undefined ? builtinExtractor : new LlmExtractor(llm, builtinExtractor, { timeoutMs: config.llm?.timeoutMs ?? 10_000 }),
   });
   const outcomes = new Outcomes({ storage, entries, catalog: index.catalog, store: outcomeStore, changes: learning, events });
-  router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore }));
+  router.service(SessionsService, sessionsService(new ControlSessions({ storage, entries, store: controlSessionStore, writer, reflector, events })));
+  router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore, runLinks }));
   router.service(EventsService, eventsService(events));
   const coreEvents = new CoreEventBus();
   const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);
   const compactor = new Compactor(storage, logger);
   const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
-  router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion }));
+  router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, directory: runDirectory, links: runLinks, sessionPhase: (owner, runId) => controlSessionStore.phaseOf(owner, runId),
+    planOf: (owner, runId) => ({ goals: goalsOfRun(planning, owner, runId), variables: variablesOfRun(planning, owner, runId) }),
+  }));
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
   const coreParts: CoreHandlers[] = [aclHandlers(acl, users, (caller, id) => core.locateNode(caller, id)),
     pubsubHandlers({ registry: subscriptions, embedder, locateNode: (caller, id) => core.locateNode(caller, id) }), storageHandlers({ storage, compactor, index, moreIndexes: () => [vectorIndexStats("node_vector", core.index.dense)] })];
   coreParts.push(...dataPlaneHandlers(core));
   router.service(CoreService, coreService(coreParts));
+  router.service(PlanningService, planningService(planning));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, ...PLANNED_SERVICES];
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ...PLANNED_SERVICES];
   router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);

@@ -53,7 +53,7 @@ async function keyCount(name: string): Promise<number> {
 it("killed right after delete_run answered: the run stays deleted and the purge completes after restart", async () => {
   await fill("big", ENTRIES);
   await fill("small", 10);
-  expect(await ok(caller, "engram.v2.RunsService/DeleteRun", { run_id: "big" }, adminKey)).toEqual({ deleted: true });
+  expect(await ok(caller, "engram.v2.RunsService/DeleteRun", { run_id: "big" }, adminKey)).toMatchObject({ deleted: true });
   await child?.kill("SIGKILL");
   await start();
   expect(await visibleCount("big")).toBe(0);

@@ -209,7 +209,7 @@ describe("delete_run", () => {
     await ingestAndWait(rest, bob, "doomed", [{ text: "Bob's incident: the payments queue stalled." }]);
     const before = await ok(rest, "engram.v2.CoreService/GetStorageStats", {}, server.adminKey);
 
-    expect(await ok(rest, DELETE_RUN, { run_id: "doomed" }, alice)).toEqual({ deleted: true });
+    expect(await ok(rest, DELETE_RUN, { run_id: "doomed" }, alice)).toMatchObject({ deleted: true });
     expect(await queryIds(alice, "doomed", "payments queue stalled")).toEqual([]);
     expect(await activityContents(alice, "doomed")).toEqual([]);
     expect(await exported(alice, "doomed")).toBe("");
@@ -219,7 +219,7 @@ describe("delete_run", () => {
     expect(await activityContents(bob, "doomed")).toEqual(["Bob's incident: the payments queue stalled."]);
     expect(await queryIds(bob, "doomed", "payments queue stalled")).toHaveLength(1);
     // Nothing left to delete; a new write to the same run id is a new run.
-    expect(await ok(rest, DELETE_RUN, { run_id: "doomed" }, alice)).toEqual({ deleted: false });
+    expect(await ok(rest, DELETE_RUN, { run_id: "doomed" }, alice)).toMatchObject({ deleted: false });
     const [fresh] = await ingestAndWait(rest, alice, "doomed", [{ text: "A fresh start for the payments queue." }]);
     expect(await queryIds(alice, "doomed", "payments queue")).toEqual([fresh]);
 
@@ -239,11 +239,11 @@ describe("delete_run", () => {
     await ingestAndWait(rest, alice, "twice", [{ text: "First wave: the cache warmer crashed." }, { text: "First wave: retry succeeded." }]);
     const release = server.engram.testHooks.holdBackground();
     try {
-      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toEqual({ deleted: true });
-      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toEqual({ deleted: false });
+      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toMatchObject({ deleted: true });
+      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toMatchObject({ deleted: false });
       await ok(rest, RPC.remember, { session_id: "twice", content: "Second wave: the cache warmer is healthy." }, alice);
       expect(await activityContents(alice, "twice")).toEqual(["Second wave: the cache warmer is healthy."]);
-      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toEqual({ deleted: true });
+      expect(await ok(rest, DELETE_RUN, { run_id: "twice" }, alice)).toMatchObject({ deleted: true });
       expect(await activityContents(alice, "twice")).toEqual([]);
     } finally {
       release();

@@ -1,5 +1,5 @@
 // No documented field of query and context is silently ignored: env_tags re-rank, agent_id attributes,
-// include_linked_runs is refused until runs can be linked, and `degraded` reports a skipped vector source or an LLM
+// include_linked_runs searches the linked runs too, and `degraded` reports a skipped vector source or an LLM
 // answer that fell back. The LLM and the embeddings endpoint are one local fake started by the test.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -132,15 +132,18 @@ describe("env_tags", () => {
 });
 
 describe("include_linked_runs and agent_id", () => {
-  it("include_linked_runs true is refused naming the field; false answers", async () => {
+  it("include_linked_runs true also searches the linked runs and lists them in consulted_runs; false does not", async () => {
     await store("linked", [{ text: "The release train leaves every second Thursday." }]);
-    const { status, json } = await post("/v2/control/query", { run_id: "linked", query: "release train", include_linked_runs: true });
-    expect(status).toBe(400);
-    expect(json["code"]).toBe("failed_precondition");
-    expect(String(json["message"])).toContain("include_linked_runs");
-    expect(String(json["message"])).toContain("not available yet");
-    const answered = await ok("/v2/control/query", { run_id: "linked", query: "release train", include_linked_runs: false });
-    expect(answered["consulted_runs"]).toEqual(["linked"]);
+    const [childFact] = await store("linked-child", [{ text: "The release train needs a signed changelog." }]);
+    const alone = await ok("/v2/control/query", { run_id: "linked", query: "release train", include_linked_runs: true });
+    expect(alone["consulted_runs"]).toEqual(["linked"]);
+    expect(await ok("/v2/control/runs/link", { run_id: "linked", linked_run_id: "linked-child" })).toMatchObject({ linked: true });
+    const answered = await ok("/v2/control/query", { run_id: "linked", query: "release train changelog", include_linked_runs: true });
+    expect(answered["consulted_runs"]).toEqual(["linked", "linked-child"]);
+    expect((answered["evidence"] as Evidence[]).map((e) => e.id)).toContain(childFact);
+    const unlinked = await ok("/v2/control/query", { run_id: "linked", query: "release train changelog", include_linked_runs: false });
+    expect(unlinked["consulted_runs"]).toEqual(["linked"]);
+    expect((unlinked["evidence"] as Evidence[]).map((e) => e.id)).not.toContain(childFact);
   });
 
   it("agent_id attributes the query in routing_summary without limiting evidence; over-long ids are refused", async () => {

@@ -54,12 +54,22 @@ it("recall sends agent_id, env_tags and include_linked_runs: each has its docume
   const answer = (await client.recall(options)) as { final_answer: string; routing_summary: string };
   expect(answer.final_answer).toContain("5433");
   expect(answer.routing_summary).toContain('asked by agent "sdk-agent"');
-  const linked = await client.recall({ session_id: "sdk-run", query: "staging database", include_linked_runs: true }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(linked).toBeInstanceOf(Error);
-  expect((linked as Error).message).toContain("include_linked_runs");
+  // include_linked_runs: the runs linked under sdk-run are searched too (linking is not in the SDK: plain HTTP).
+  const unlinked = (await client.recall({ session_id: "sdk-run", query: "Which port does the staging cache use?", include_linked_runs: true })) as { consulted_runs: string[] };
+  expect(unlinked.consulted_runs).toEqual(["sdk-run"]);
+  await client.remember({ session_id: "sdk-child-run", content: "The staging cache listens on port 6380." });
+  const link = await fetch(`${server.baseUrl}/v2/control/runs/link`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.adminKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ run_id: "sdk-run", linked_run_id: "sdk-child-run" }),
+  });
+  expect(link.status).toBe(200);
+  const linked = (await client.recall({ session_id: "sdk-run", query: "Which port does the staging cache use?", include_linked_runs: true })) as {
+    consulted_runs: string[];
+    evidence: { content: string }[];
+  };
+  expect(linked.consulted_runs).toEqual(["sdk-run", "sdk-child-run"]);
+  expect(linked.evidence.map((e) => e.content)).toContain("The staging cache listens on port 6380.");
 });
 
 describe("the learning helpers of @mubit-ai/sdk", () => {

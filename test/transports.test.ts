@@ -237,9 +237,9 @@ const CASES: readonly Case[] = [
   [
     "a route a later issue builds answers unimplemented with its name",
     async (c, f) => {
-      const r = await c.call("engram.v2.CoordinationService/ListAgents", { run_id: "r" }, f.alice);
+      const r = await c.call("engram.v2.ResourcesService/ListProjects", {}, f.alice);
       expect(r.code).toBe("unimplemented");
-      expect(r.message).toContain("ListAgents");
+      expect(r.message).toContain("ListProjects");
     },
   ],
   [

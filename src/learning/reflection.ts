@@ -26,6 +26,8 @@ const MAX_CONDITIONS = 16;
 export interface ReflectRequestInput {
   readonly owner: number;
   readonly runId: string;
+  /** The owner's runs linked under `runId` whose evidence is read too (`include_linked_runs`); none when absent. */
+  readonly linkedRunIds?: readonly string[];
   /** Only evidence after this checkpoint (already resolved to the caller's checkpoint entry). */
   readonly after: EntryRecord | undefined;
   readonly stepId: string;
@@ -37,6 +39,16 @@ export interface ReflectRequestInput {
   /** Caller-supplied lessons (validated); when non-empty the extractor is skipped. */
   readonly callerLessons: readonly CandidateLesson[];
   readonly signal?: AbortSignal;
+  /** Further writes that commit in the reflection's own transaction, all or nothing (a control session's close). */
+  readonly alongside?: AlongsideWrites;
+}
+
+/** Writes a caller adds to the reflection's transaction: made inside it, then told once it is durable. */
+export interface AlongsideWrites {
+  /** Runs inside the write transaction, after the lessons are written; throwing rolls everything back. */
+  inTransaction(): void;
+  /** Runs after the commit, before `reflection.completed` is published: index and announce what was written. */
+  committed(): void;
 }
 
 export type DecisionKind = "accepted" | "merged" | "rejected" | "quarantined";
@@ -111,7 +123,7 @@ export class Reflector {
     let evidenceCount = 0;
     const autoExtracted = input.callerLessons.length === 0;
     if (autoExtracted) {
-      const evidence = await this.evidence(input);
+      const evidence = await this.#evidenceWithLinked(input);
       evidenceCount = evidence.length;
       extraction = await this.#extractor.extract(evidence, input.signal);
     } else {
@@ -128,6 +140,18 @@ export class Reflector {
       fallbackReason: extraction.fallbackReason,
       evidenceCount,
     };
+  }
+
+  /**
+   * The run's evidence and, when asked, its linked runs' (the checkpoint narrows the run's only), merged in time order
+   * with each run's own order kept; with linked runs, the newest MAX_EVIDENCE_ITEMS (or `lastNItems`) in all.
+   */
+  async #evidenceWithLinked(input: ReflectRequestInput): Promise<EvidenceItem[]> {
+    let merged = await this.evidence(input);
+    if (input.linkedRunIds === undefined || input.linkedRunIds.length === 0) return merged;
+    for (const runId of input.linkedRunIds ?? []) merged = mergeInTime(merged, await this.evidence({ ...input, runId, after: undefined }));
+    const keep = input.lastNItems > 0 ? Math.min(input.lastNItems, MAX_EVIDENCE_ITEMS) : MAX_EVIDENCE_ITEMS;
+    return merged.length > keep ? merged.slice(-keep) : merged;
   }
 
   /** The run's evidence, oldest first, narrowed as the request asks; read in time slices (see memory/scan.ts). */
@@ -260,6 +284,7 @@ export class Reflector {
         const metadataJson = withConditions(current.metadataJson, candidate.conditions);
         merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds, metadataJson }, now));
       });
+      input.alongside?.inTransaction();
       return { written, merged };
     });
     this.#writer.committed(
@@ -268,6 +293,7 @@ export class Reflector {
       "reflect",
     );
     this.#changes.committed([...merged.values()], "reflection");
+    input.alongside?.committed();
     const storedAt = new Map<number, EntryRecord>(toWrite.map((w, i) => [w.index, (written[i] as { record: EntryRecord }).record]));
     const results = decisions.map((decision, index): LessonDecisionResult => {
       const candidate = (candidates[index] as PreparedCandidate).lesson;
@@ -308,6 +334,15 @@ export class Reflector {
  * agents often record outcomes after the fact, and the extractor reads a failure, its fix and its success in the
  * order they happened — and any other outcome at its time.
  */
+/** Two runs' evidence as one list in time order, each list's own order kept (outcomes stay after their step). */
+function mergeInTime(a: readonly EvidenceItem[], b: readonly EvidenceItem[]): EvidenceItem[] {
+  const out: EvidenceItem[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push((b[j] as EvidenceItem).createdAt < (a[i] as EvidenceItem).createdAt ? (b[j++] as EvidenceItem) : (a[i++] as EvidenceItem));
+  return [...out, ...a.slice(i), ...b.slice(j)];
+}
+
 function withOutcomesInPlace(entries: readonly EvidenceItem[], outcomes: readonly EvidenceItem[]): EvidenceItem[] {
   const lastOfStep = new Map<string, number>();
   entries.forEach((item, i) => {

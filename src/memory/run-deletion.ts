@@ -16,6 +16,9 @@ const PURGE_SLICE = 200;
 /** Outcomes removed per transaction while a deletion is answered: most runs' all, with the tombstone. */
 const OUTCOME_SLICE = 5_000;
 
+/** Another plane's records of a run, removed inside the deletion's transaction; returns how many of each kind. */
+export type RunPlanePurge = (owner: number, runId: string) => Readonly<Record<string, number>>;
+
 export interface RunDeletionResult {
   /** Whether the run held anything of the owner's. */
   readonly deleted: boolean;
@@ -23,6 +26,8 @@ export interface RunDeletionResult {
   readonly jobs: number;
   /** Outcomes and step outcomes removed. */
   readonly outcomes: number;
+  /** The erasure receipt: how many records of each kind the deletion removed (or hid, for entries). */
+  readonly erased: Readonly<Record<string, number>>;
 }
 
 export class RunDeletion {
@@ -37,8 +42,10 @@ export class RunDeletion {
 
   readonly #gate: BackgroundGate;
   readonly #outcomes: OutcomeStore;
+  readonly #planes: readonly RunPlanePurge[];
 
-  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, ingest: IngestQueue, events: EventBus, logger: Logger, gate: BackgroundGate, outcomes: OutcomeStore) {
+  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, ingest: IngestQueue, events: EventBus, logger: Logger, gate: BackgroundGate, outcomes: OutcomeStore, planes: readonly RunPlanePurge[] = []) {
+    this.#planes = planes;
     this.#gate = gate;
     this.#outcomes = outcomes;
     this.#storage = storage;
@@ -51,10 +58,11 @@ export class RunDeletion {
 
   /** Deletes everything the owner stored in the run's memory; durable and invisible to every read when it resolves. */
   async deleteRun(owner: number, runId: string): Promise<RunDeletionResult> {
-    const { maxSeq, jobs, outcomes: firstOutcomes } = await this.#storage.transaction(() => ({
+    const { maxSeq, jobs, outcomes: firstOutcomes, others } = await this.#storage.transaction(() => ({
       maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
       jobs: this.#ingest.forgetRunInTransaction(owner, runId),
       outcomes: this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE),
+      others: this.#planes.map((purge) => purge(owner, runId)),
     }));
     let entries = 0;
     if (maxSeq !== undefined) {
@@ -67,11 +75,13 @@ export class RunDeletion {
     for (let removed = firstOutcomes; removed >= OUTCOME_SLICE; outcomes += removed) {
       removed = await this.#storage.transaction(() => this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE));
     }
-    const deleted = maxSeq !== undefined || jobs > 0 || outcomes > 0;
+    const erased: Record<string, number> = { entries, jobs, outcomes };
+    for (const counts of others) for (const [kind, count] of Object.entries(counts)) erased[kind] = (erased[kind] ?? 0) + count;
+    const deleted = maxSeq !== undefined || Object.values(erased).some((count) => count > 0);
     if (deleted) {
-      this.#events.publish({ type: "run.deleted", owner, runId, agentId: "", payload: JSON.stringify({ run_id: runId, entries, jobs, outcomes }) });
+      this.#events.publish({ type: "run.deleted", owner, runId, agentId: "", payload: JSON.stringify({ run_id: runId, erased }) });
     }
-    return { deleted, entries, jobs, outcomes };
+    return { deleted, entries, jobs, outcomes, erased };
   }
 
   /** Starts (or resumes, after a restart) purging deleted runs in the background. */

@@ -27,6 +27,8 @@ export interface Question {
   readonly envTags?: readonly EnvTag[];
   /** When the question cannot be embedded, search lexically instead of failing (see `vectorSkipped`). */
   readonly tolerateEmbedderFailure?: boolean;
+  /** Only entries of these lanes ("" for no lane): the view of a registered agent. Undefined: every lane. */
+  readonly lanes?: ReadonlySet<string> | undefined;
 }
 
 export interface Retrieved extends SearchResult {
@@ -46,6 +48,12 @@ export function readableScopes(acl: AccessControl, caller: Principal, runIds: re
   ]);
 }
 
+/** Scopes limited to some lanes as well (a registered agent's view); undefined leaves them as they are. */
+export function withinLanes(scopes: readonly RunScope[], lanes: ReadonlySet<string> | undefined): RunScope[] {
+  if (lanes === undefined) return [...scopes];
+  return scopes.map((scope) => ({ ...scope, lanes: scope.lanes === undefined ? lanes : new Set([...scope.lanes].filter((lane) => lanes.has(lane))) }));
+}
+
 async function questionVector(index: MemoryIndex, q: Question): Promise<{ vector: Float32Array | undefined; skipped: string }> {
   if (q.vector !== undefined || q.text.trim() === "") return { vector: q.vector, skipped: "" };
   try {
@@ -60,7 +68,7 @@ export async function searchReadable(index: MemoryIndex, acl: AccessControl, cal
   const { vector, skipped } = await questionVector(index, q);
   const result = index.search.search({
     owner: caller.userId,
-    scopes: readableScopes(acl, caller, q.runIds),
+    scopes: withinLanes(readableScopes(acl, caller, q.runIds), q.lanes),
     includeGlobalLessons: q.includeGlobalLessons,
     text: q.text,
     queryVector: vector,

@@ -36,6 +36,10 @@ export interface Config {
   readonly coreAllowAll: boolean;
   /** Routes opened one by one: `METHOD /path` or `/path`, `:param` segments, a trailing `*` for a prefix. */
   readonly coreAllowedRoutes: readonly string[];
+  /** An agent whose last heartbeat is this old reads `idle` (SERVICE_AGENT_IDLE_AFTER_MS). */
+  readonly agentIdleAfterMs: number;
+  /** An agent whose last heartbeat is this old reads `gone` (SERVICE_AGENT_GONE_AFTER_MS). */
+  readonly agentGoneAfterMs: number;
 }
 
 export interface ProviderConfig {
@@ -152,6 +156,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxSubscriptionsPerKey: integer(env, "SERVICE_MAX_SUBSCRIPTIONS_PER_KEY", 64, 1, 1_000_000),
     maxSubscriptions: integer(env, "SERVICE_MAX_SUBSCRIPTIONS", 4096, 1, 1_000_000),
     coreAllowAll: bool(env, "SERVICE_CORE_ALLOW_ALL"),
+    agentIdleAfterMs: integer(env, "SERVICE_AGENT_IDLE_AFTER_MS", 120_000, 0, 86_400_000),
+    agentGoneAfterMs: integer(env, "SERVICE_AGENT_GONE_AFTER_MS", 1_800_000, 0, 2_592_000_000),
     coreAllowedRoutes: Object.freeze(
       (env["SERVICE_CORE_ALLOWED_ROUTES"] ?? "")
         .split(",")

@@ -141,6 +141,12 @@ export interface DocumentStats {
   readonly averageTermCount: number;
 }
 
+/** Told of every entry the catalog gains or loses (start-up load included): derived per-run views such as run listings. */
+export interface CatalogObserver {
+  added(record: EntryRecord): void;
+  removed(seq: number, owner: number, runId: string, entryType: EntryType): void;
+}
+
 /**
  * Isolation: everything here that ranking reads as a statistic (document counts and lengths, author names, who has
  * entries in a run) is kept per owner, so that one owner's writes never change what another owner's query computes.
@@ -178,6 +184,12 @@ export class Catalog {
   readonly #documents = new Map<number, { count: number; terms: number }>();
   #count = 0;
   #maxSeq = 0;
+  readonly #observers: CatalogObserver[] = [];
+
+  /** Registers an observer; register it before the start-up load so it sees every entry. */
+  observe(observer: CatalogObserver): void {
+    this.#observers.push(observer);
+  }
 
   /** Bytes allocated for the per-entry columns (spare capacity included): storage statistics. */
   get memoryBytes(): number {
@@ -264,6 +276,7 @@ export class Catalog {
     this.#documents.set(owner, documents);
     this.#count++;
     this.#maxSeq = Math.max(this.#maxSeq, seq);
+    for (const observer of this.#observers) observer.added(record);
   }
 
   /**
@@ -348,6 +361,7 @@ export class Catalog {
       if (documents.count === 0) this.#documents.delete(owner);
     }
     this.#count--;
+    for (const observer of this.#observers) observer.removed(seq, owner, runId, type);
     return { owner, runId, knowledge: type === "rule" || type === "lesson", globalLesson: (flags & FLAG_GLOBAL_LESSON) !== 0 };
   }
 

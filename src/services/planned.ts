@@ -2,14 +2,8 @@
 // methods answer UNIMPLEMENTED the same way). They are registered without an implementation,
 // so every method answers UNIMPLEMENTED (HTTP 501) naming itself, never 404.
 import type { DescService } from "@bufbuild/protobuf";
-import { CoordinationService } from "../../gen/engram/v2/coordination_service_pb.js";
-import { PlanningService } from "../../gen/engram/v2/planning_service_pb.js";
 import { ResourcesService } from "../../gen/engram/v2/resources_service_pb.js";
-import { SessionsService } from "../../gen/engram/v2/sessions_service_pb.js";
 
 export const PLANNED_SERVICES: readonly DescService[] = [
-  CoordinationService,
-  PlanningService,
   ResourcesService,
-  SessionsService,
 ];

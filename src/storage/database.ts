@@ -76,6 +76,26 @@ export interface Databases {
   readonly outcomeKeys: LmdbDatabase<unknown, Key>;
   /** [owner, run_id, step_id] → step outcome record */
   readonly stepOutcomes: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id] → ControlSessionRecord: the run's control session (src/control-sessions) */
+  readonly controlSessions: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, name] → planning variable record */
+  readonly planVariables: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, name] → planning concept record */
+  readonly planConcepts: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, goal_seq] → planning goal record (deprecated routes) */
+  readonly planGoals: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, action_seq] → action log record (deprecated routes) */
+  readonly planActions: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, cycle_number] → decision cycle record (deprecated routes) */
+  readonly planCycles: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, agent_id] → agent registered in a run (coordination) */
+  readonly agents: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, handoff_seq] → handoff between agents of a run, with its feedback (coordination) */
+  readonly handoffs: LmdbDatabase<unknown, Key>;
+  /** [owner, run_id, linked_run_id] → link from a parent run to a child run (runs) */
+  readonly runLinks: LmdbDatabase<unknown, Key>;
+  /** [owner, linked_run_id, run_id] → the same link seen from the child, so a run's links both ways are found (runs) */
+  readonly runLinkedBy: LmdbDatabase<unknown, Key>;
 }
 
 /** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
@@ -110,6 +130,16 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   outcomes: "learning_outcomes",
   outcomeKeys: "learning_outcome_keys",
   stepOutcomes: "learning_step_outcomes",
+  controlSessions: "control_sessions",
+  planVariables: "planning_variables",
+  planConcepts: "planning_concepts",
+  planGoals: "planning_goals",
+  planActions: "planning_actions",
+  planCycles: "planning_cycles",
+  agents: "coordination_agents",
+  handoffs: "coordination_handoffs",
+  runLinks: "run_links",
+  runLinkedBy: "run_linked_by",
 };
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { SPEC_ROUTES } from "./spec-routes.js";
+import { ENGRAM_ROUTES, SPEC_ROUTES } from "./spec-routes.js";
 
 export type TransportName = "rest" | "connect" | "grpc";
 export const TRANSPORTS: readonly TransportName[] = ["rest", "connect", "grpc"];
@@ -50,7 +50,7 @@ export function restCaller(baseUrl: string): Caller {
   return {
     transport: "rest",
     async call(rpc, request, key) {
-      const route = SPEC_ROUTES.find((r) => r.rpc === rpc);
+      const route = [...SPEC_ROUTES, ...ENGRAM_ROUTES].find((r) => r.rpc === rpc);
       if (route === undefined) throw new Error(`no REST route for ${rpc} in the test's route table`);
       const fields = { ...request };
       const urlPath = route.path.replace(/:([a-z_]+)/g, (_m, name: string) => {

@@ -123,3 +123,6 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
   { method: "POST", path: "/v2/control/sessions/get", rpc: "engram.v2.SessionsService/GetControlSession" },
   { method: "POST", path: "/v2/control/sessions/close", rpc: "engram.v2.SessionsService/CloseControlSession" },
 ];
+
+/** Routes Engram adds where the spec leaves the design open (documented as "Engram design" in the protos). */
+export const ENGRAM_ROUTES: readonly SpecRoute[] = [{ method: "POST", path: "/v2/control/handoffs", rpc: "engram.v2.CoordinationService/ListHandoffs" }];

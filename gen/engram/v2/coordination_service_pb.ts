@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/coordination_service.proto.
  */
 export const file_engram_v2_coordination_service: GenFile = /*@__PURE__*/
-  fileDesc("CiRlbmdyYW0vdjIvY29vcmRpbmF0aW9uX3NlcnZpY2UucHJvdG8SCWVuZ3JhbS52MiIjChFMaXN0QWdlbnRzUmVxdWVzdBIOCgZydW5faWQYASABKAkiPgoSTGlzdEFnZW50c1Jlc3BvbnNlEigKBmFnZW50cxgBIAMoCzIYLmVuZ3JhbS52Mi5BZ2VudElkZW50aXR5IrQBChRSZWdpc3RlckFnZW50UmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDAoEcm9sZRgDIAEoCRIUCgxjYXBhYmlsaXRpZXMYBCADKAkSDgoGc3RhdHVzGAUgASgJEhMKC3JlYWRfc2NvcGVzGAYgAygJEhQKDHdyaXRlX3Njb3BlcxgHIAMoCRIbChNzaGFyZWRfbWVtb3J5X2xhbmVzGAggAygJIlEKFVJlZ2lzdGVyQWdlbnRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEicKBWFnZW50GAIgASgLMhguZW5ncmFtLnYyLkFnZW50SWRlbnRpdHkiSQoVQWdlbnRIZWFydGJlYXRSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkiUgoWQWdlbnRIZWFydGJlYXRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEicKBWFnZW50GAIgASgLMhguZW5ncmFtLnYyLkFnZW50SWRlbnRpdHkitgEKFENyZWF0ZUhhbmRvZmZSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhUKDWZyb21fYWdlbnRfaWQYAyABKAkSEwoLdG9fYWdlbnRfaWQYBCABKAkSDwoHY29udGVudBgFIAEoCRIYChByZXF1ZXN0ZWRfYWN0aW9uGAYgASgJEhUKDW1ldGFkYXRhX2pzb24YByABKAkSDwoHdXNlcl9pZBgIIAEoCSJQChVDcmVhdGVIYW5kb2ZmUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBISCgpoYW5kb2ZmX2lkGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAkinQEKFVN1Ym1pdEZlZWRiYWNrUmVxdWVzdBIOCgZydW5faWQYASABKAkSEgoKaGFuZG9mZl9pZBgCIAEoCRIPCgd2ZXJkaWN0GAMgASgJEhAKCGNvbW1lbnRzGAQgASgJEhUKDWZyb21fYWdlbnRfaWQYBSABKAkSFQoNbWV0YWRhdGFfanNvbhgGIAEoCRIPCgd1c2VyX2lkGAcgASgJIlIKFlN1Ym1pdEZlZWRiYWNrUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBITCgtmZWVkYmFja19pZBgCIAEoCRISCgpjcmVhdGVkX2F0GAMgASgJItoBCg1BZ2VudElkZW50aXR5EhAKCGFnZW50X2lkGAEgASgJEgwKBHJvbGUYAiABKAkSFAoMY2FwYWJpbGl0aWVzGAMgAygJEg4KBnN0YXR1cxgEIAEoCRIUCgxoZWFydGJlYXRfYXQYBSABKAkSEwoLcmVhZF9zY29wZXMYBiADKAkSFAoMd3JpdGVfc2NvcGVzGAcgAygJEhsKE3NoYXJlZF9tZW1vcnlfbGFuZXMYCCADKAkSDgoGcnVuX2lkGAkgASgJEhUKDXJlZ2lzdGVyZWRfYXQYCiABKAky5wQKE0Nvb3JkaW5hdGlvblNlcnZpY2USaAoKTGlzdEFnZW50cxIcLmVuZ3JhbS52Mi5MaXN0QWdlbnRzUmVxdWVzdBodLmVuZ3JhbS52Mi5MaXN0QWdlbnRzUmVzcG9uc2UiHYLT5JMCFzoBKiISL3YyL2NvbnRyb2wvYWdlbnRzEnoKDVJlZ2lzdGVyQWdlbnQSHy5lbmdyYW0udjIuUmVnaXN0ZXJBZ2VudFJlcXVlc3QaIC5lbmdyYW0udjIuUmVnaXN0ZXJBZ2VudFJlc3BvbnNlIiaC0+STAiA6ASoiGy92Mi9jb250cm9sL2FnZW50cy9yZWdpc3RlchJ+Cg5BZ2VudEhlYXJ0YmVhdBIgLmVuZ3JhbS52Mi5BZ2VudEhlYXJ0YmVhdFJlcXVlc3QaIS5lbmdyYW0udjIuQWdlbnRIZWFydGJlYXRSZXNwb25zZSIngtPkkwIhOgEqIhwvdjIvY29udHJvbC9hZ2VudHMvaGVhcnRiZWF0EnIKDUNyZWF0ZUhhbmRvZmYSHy5lbmdyYW0udjIuQ3JlYXRlSGFuZG9mZlJlcXVlc3QaIC5lbmdyYW0udjIuQ3JlYXRlSGFuZG9mZlJlc3BvbnNlIh6C0+STAhg6ASoiEy92Mi9jb250cm9sL2hhbmRvZmYSdgoOU3VibWl0RmVlZGJhY2sSIC5lbmdyYW0udjIuU3VibWl0RmVlZGJhY2tSZXF1ZXN0GiEuZW5ncmFtLnYyLlN1Ym1pdEZlZWRiYWNrUmVzcG9uc2UiH4LT5JMCGToBKiIUL3YyL2NvbnRyb2wvZmVlZGJhY2tiBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("CiRlbmdyYW0vdjIvY29vcmRpbmF0aW9uX3NlcnZpY2UucHJvdG8SCWVuZ3JhbS52MiJGChFMaXN0QWdlbnRzUmVxdWVzdBIOCgZydW5faWQYASABKAkSDQoFbGltaXQYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJXChJMaXN0QWdlbnRzUmVzcG9uc2USKAoGYWdlbnRzGAEgAygLMhguZW5ncmFtLnYyLkFnZW50SWRlbnRpdHkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIssBChRSZWdpc3RlckFnZW50UmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDAoEcm9sZRgDIAEoCRIUCgxjYXBhYmlsaXRpZXMYBCADKAkSDgoGc3RhdHVzGAUgASgJEhMKC3JlYWRfc2NvcGVzGAYgAygJEhQKDHdyaXRlX3Njb3BlcxgHIAMoCRIbChNzaGFyZWRfbWVtb3J5X2xhbmVzGAggAygJEhUKDW1ldGFkYXRhX2pzb24YCSABKAkiUQoVUmVnaXN0ZXJBZ2VudFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJwoFYWdlbnQYAiABKAsyGC5lbmdyYW0udjIuQWdlbnRJZGVudGl0eSJbChVBZ2VudEhlYXJ0YmVhdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIQCghwcm9ncmVzcxgEIAEoCSJSChZBZ2VudEhlYXJ0YmVhdFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJwoFYWdlbnQYAiABKAsyGC5lbmdyYW0udjIuQWdlbnRJZGVudGl0eSLJAQoUQ3JlYXRlSGFuZG9mZlJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSFQoNZnJvbV9hZ2VudF9pZBgDIAEoCRITCgt0b19hZ2VudF9pZBgEIAEoCRIPCgdjb250ZW50GAUgASgJEhgKEHJlcXVlc3RlZF9hY3Rpb24YBiABKAkSFQoNbWV0YWRhdGFfanNvbhgHIAEoCRIPCgd1c2VyX2lkGAggASgJEhEKCWVudHJ5X2lkcxgJIAMoCSJgChVDcmVhdGVIYW5kb2ZmUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBISCgpoYW5kb2ZmX2lkGAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAkSDgoGc3RhdHVzGAQgASgJIp0BChVTdWJtaXRGZWVkYmFja1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhIKCmhhbmRvZmZfaWQYAiABKAkSDwoHdmVyZGljdBgDIAEoCRIQCghjb21tZW50cxgEIAEoCRIVCg1mcm9tX2FnZW50X2lkGAUgASgJEhUKDW1ldGFkYXRhX2pzb24YBiABKAkSDwoHdXNlcl9pZBgHIAEoCSJqChZTdWJtaXRGZWVkYmFja1Jlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEwoLZmVlZGJhY2tfaWQYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoCRIWCg5oYW5kb2ZmX3N0YXR1cxgEIAEoCSKGAQoTTGlzdEhhbmRvZmZzUmVxdWVzdBIOCgZydW5faWQYASABKAkSEwoLdG9fYWdlbnRfaWQYAiABKAkSFQoNZnJvbV9hZ2VudF9pZBgDIAEoCRIQCghzdGF0dXNlcxgEIAMoCRINCgVsaW1pdBgFIAEoDRISCgpwYWdlX3Rva2VuGAYgASgJIlUKFExpc3RIYW5kb2Zmc1Jlc3BvbnNlEiQKCGhhbmRvZmZzGAEgAygLMhIuZW5ncmFtLnYyLkhhbmRvZmYSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIrYCCgdIYW5kb2ZmEhIKCmhhbmRvZmZfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSFQoNZnJvbV9hZ2VudF9pZBgEIAEoCRITCgt0b19hZ2VudF9pZBgFIAEoCRIPCgdjb250ZW50GAYgASgJEhgKEHJlcXVlc3RlZF9hY3Rpb24YByABKAkSDgoGc3RhdHVzGAggASgJEhEKCWVudHJ5X2lkcxgJIAMoCRIVCg1tZXRhZGF0YV9qc29uGAogASgJEg8KB3VzZXJfaWQYCyABKAkSEgoKY3JlYXRlZF9hdBgMIAEoCRISCgp1cGRhdGVkX2F0GA0gASgJEiwKCGZlZWRiYWNrGA4gAygLMhouZW5ncmFtLnYyLkhhbmRvZmZGZWVkYmFjayKcAQoPSGFuZG9mZkZlZWRiYWNrEhMKC2ZlZWRiYWNrX2lkGAEgASgJEg8KB3ZlcmRpY3QYAiABKAkSEAoIY29tbWVudHMYAyABKAkSFQoNZnJvbV9hZ2VudF9pZBgEIAEoCRIVCg1tZXRhZGF0YV9qc29uGAUgASgJEg8KB3VzZXJfaWQYBiABKAkSEgoKY3JlYXRlZF9hdBgHIAEoCSKVAgoNQWdlbnRJZGVudGl0eRIQCghhZ2VudF9pZBgBIAEoCRIMCgRyb2xlGAIgASgJEhQKDGNhcGFiaWxpdGllcxgDIAMoCRIOCgZzdGF0dXMYBCABKAkSFAoMaGVhcnRiZWF0X2F0GAUgASgJEhMKC3JlYWRfc2NvcGVzGAYgAygJEhQKDHdyaXRlX3Njb3BlcxgHIAMoCRIbChNzaGFyZWRfbWVtb3J5X2xhbmVzGAggAygJEg4KBnJ1bl9pZBgJIAEoCRIVCg1yZWdpc3RlcmVkX2F0GAogASgJEhAKCGxpdmVuZXNzGAsgASgJEhAKCHByb2dyZXNzGAwgASgJEhUKDW1ldGFkYXRhX2pzb24YDSABKAky2QUKE0Nvb3JkaW5hdGlvblNlcnZpY2USaAoKTGlzdEFnZW50cxIcLmVuZ3JhbS52Mi5MaXN0QWdlbnRzUmVxdWVzdBodLmVuZ3JhbS52Mi5MaXN0QWdlbnRzUmVzcG9uc2UiHYLT5JMCFzoBKiISL3YyL2NvbnRyb2wvYWdlbnRzEnoKDVJlZ2lzdGVyQWdlbnQSHy5lbmdyYW0udjIuUmVnaXN0ZXJBZ2VudFJlcXVlc3QaIC5lbmdyYW0udjIuUmVnaXN0ZXJBZ2VudFJlc3BvbnNlIiaC0+STAiA6ASoiGy92Mi9jb250cm9sL2FnZW50cy9yZWdpc3RlchJ+Cg5BZ2VudEhlYXJ0YmVhdBIgLmVuZ3JhbS52Mi5BZ2VudEhlYXJ0YmVhdFJlcXVlc3QaIS5lbmdyYW0udjIuQWdlbnRIZWFydGJlYXRSZXNwb25zZSIngtPkkwIhOgEqIhwvdjIvY29udHJvbC9hZ2VudHMvaGVhcnRiZWF0EnIKDUNyZWF0ZUhhbmRvZmYSHy5lbmdyYW0udjIuQ3JlYXRlSGFuZG9mZlJlcXVlc3QaIC5lbmdyYW0udjIuQ3JlYXRlSGFuZG9mZlJlc3BvbnNlIh6C0+STAhg6ASoiEy92Mi9jb250cm9sL2hhbmRvZmYSdgoOU3VibWl0RmVlZGJhY2sSIC5lbmdyYW0udjIuU3VibWl0RmVlZGJhY2tSZXF1ZXN0GiEuZW5ncmFtLnYyLlN1Ym1pdEZlZWRiYWNrUmVzcG9uc2UiH4LT5JMCGToBKiIUL3YyL2NvbnRyb2wvZmVlZGJhY2sScAoMTGlzdEhhbmRvZmZzEh4uZW5ncmFtLnYyLkxpc3RIYW5kb2Zmc1JlcXVlc3QaHy5lbmdyYW0udjIuTGlzdEhhbmRvZmZzUmVzcG9uc2UiH4LT5JMCGToBKiIUL3YyL2NvbnRyb2wvaGFuZG9mZnNiBnByb3RvMw", [file_google_api_annotations]);
 
 /**
  * Request of ListAgents.
@@ -25,6 +25,21 @@ export type ListAgentsRequest = Message<"engram.v2.ListAgentsRequest"> & {
    * @generated from field: string run_id = 1;
    */
   runId: string;
+
+  /**
+   * Engram design: most agents per page, 1 to 1000; 0 means 1000 (a whole
+   * run).
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Engram design: `next_page_token` of the previous page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -41,11 +56,18 @@ export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE_
  */
 export type ListAgentsResponse = Message<"engram.v2.ListAgentsResponse"> & {
   /**
-   * Registered agents of the run, oldest registration first; empty when none.
+   * Registered agents of the run, by `agent_id`; empty when none.
    *
    * @generated from field: repeated engram.v2.AgentIdentity agents = 1;
    */
   agents: AgentIdentity[];
+
+  /**
+   * Engram design: token of the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -83,16 +105,17 @@ export type RegisterAgentRequest = Message<"engram.v2.RegisterAgentRequest"> & {
   role: string;
 
   /**
-   * Free-text capabilities the agent offers, e.g. `code_review`.
+   * Free-text capabilities the agent offers, e.g. `code_review`; at most
+   * 64.
    *
    * @generated from field: repeated string capabilities = 4;
    */
   capabilities: string[];
 
   /**
-   * Engram design: short free-text status, at most 64 characters; `active`
-   * when empty. Conventional values: `active`, `idle`, `busy`, `done`,
-   * `offline`.
+   * Engram design: short free-text status the agent reports, at most 64
+   * characters; `active` when empty. Conventional values: `active`, `idle`,
+   * `busy`, `done`, `offline`. Liveness is reported apart, in `liveness`.
    *
    * @generated from field: string status = 5;
    */
@@ -100,9 +123,9 @@ export type RegisterAgentRequest = Message<"engram.v2.RegisterAgentRequest"> & {
 
   /**
    * Entry types the agent may read (`fact`, `lesson`, `rule`, `trace`,
-   * `working_memory`, `archive_block`, `checkpoint`, `handoff`, `feedback`);
-   * empty means all. Query and context calls that name this `agent_id` only
-   * return these types.
+   * `working_memory`, `archive_block`, `checkpoint`); empty means all.
+   * Query and context calls that name this `agent_id` only return these
+   * types.
    *
    * @generated from field: repeated string read_scopes = 6;
    */
@@ -110,20 +133,28 @@ export type RegisterAgentRequest = Message<"engram.v2.RegisterAgentRequest"> & {
 
   /**
    * Entry types the agent may write (same values as `read_scopes`); empty
-   * means all.
+   * means all. Writes naming this `agent_id` of other types are refused
+   * with PERMISSION_DENIED.
    *
    * @generated from field: repeated string write_scopes = 7;
    */
   writeScopes: string[];
 
   /**
-   * Lanes the agent participates in, reported by ListAgents so that agents
-   * can coordinate. Visibility follows the spec's lane rule alone: a query
-   * with an empty `lane_filter` sees every lane, whoever asks.
+   * Lanes the agent participates in, at most 64. Engram design: the agent
+   * may write only into these lanes (or without a lane), and reads through
+   * Query and GetContext only entries without a lane or in these lanes.
    *
    * @generated from field: repeated string shared_memory_lanes = 8;
    */
   sharedMemoryLanes: string[];
+
+  /**
+   * Engram design: optional JSON object text stored with the agent.
+   *
+   * @generated from field: string metadata_json = 9;
+   */
+  metadataJson: string;
 };
 
 /**
@@ -188,6 +219,14 @@ export type AgentHeartbeatRequest = Message<"engram.v2.AgentHeartbeatRequest"> &
    * @generated from field: string status = 3;
    */
   status: string;
+
+  /**
+   * Engram design: optional free-text progress report, at most 4096
+   * characters; empty keeps the current one.
+   *
+   * @generated from field: string progress = 4;
+   */
+  progress: string;
 };
 
 /**
@@ -260,7 +299,7 @@ export type CreateHandoffRequest = Message<"engram.v2.CreateHandoffRequest"> & {
   toAgentId: string;
 
   /**
-   * What the receiving agent needs to know. Required.
+   * What the receiving agent needs to know: the summary. Required.
    *
    * @generated from field: string content = 5;
    */
@@ -287,6 +326,14 @@ export type CreateHandoffRequest = Message<"engram.v2.CreateHandoffRequest"> & {
    * @generated from field: string user_id = 8;
    */
   userId: string;
+
+  /**
+   * Engram design: ids of memory entries the handoff refers to, at most
+   * 100; stored as given (not resolved).
+   *
+   * @generated from field: repeated string entry_ids = 9;
+   */
+  entryIds: string[];
 };
 
 /**
@@ -322,6 +369,13 @@ export type CreateHandoffResponse = Message<"engram.v2.CreateHandoffResponse"> &
    * @generated from field: string created_at = 3;
    */
   createdAt: string;
+
+  /**
+   * Engram design: the handoff's status, `pending`.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
 };
 
 /**
@@ -420,6 +474,13 @@ export type SubmitFeedbackResponse = Message<"engram.v2.SubmitFeedbackResponse">
    * @generated from field: string created_at = 3;
    */
   createdAt: string;
+
+  /**
+   * Engram design: the handoff's status after the feedback.
+   *
+   * @generated from field: string handoff_status = 4;
+   */
+  handoffStatus: string;
 };
 
 /**
@@ -428,6 +489,270 @@ export type SubmitFeedbackResponse = Message<"engram.v2.SubmitFeedbackResponse">
  */
 export const SubmitFeedbackResponseSchema: GenMessage<SubmitFeedbackResponse> = /*@__PURE__*/
   messageDesc(file_engram_v2_coordination_service, 9);
+
+/**
+ * Request of ListHandoffs.
+ *
+ * @generated from message engram.v2.ListHandoffsRequest
+ */
+export type ListHandoffsRequest = Message<"engram.v2.ListHandoffsRequest"> & {
+  /**
+   * Run whose handoffs are listed. Required.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Only handoffs to this agent, when set.
+   *
+   * @generated from field: string to_agent_id = 2;
+   */
+  toAgentId: string;
+
+  /**
+   * Only handoffs from this agent, when set.
+   *
+   * @generated from field: string from_agent_id = 3;
+   */
+  fromAgentId: string;
+
+  /**
+   * Only handoffs in these statuses, when non-empty: `pending`,
+   * `acknowledged`, `approved`, `changes_requested`, `blocked`.
+   *
+   * @generated from field: repeated string statuses = 4;
+   */
+  statuses: string[];
+
+  /**
+   * Most handoffs per page, 1 to 200; 0 means 50. A page may hold fewer
+   * (even none) while `next_page_token` is set: a page examines at most
+   * 5000 handoffs.
+   *
+   * @generated from field: uint32 limit = 5;
+   */
+  limit: number;
+
+  /**
+   * `next_page_token` of the previous page, with the same filters.
+   *
+   * @generated from field: string page_token = 6;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message engram.v2.ListHandoffsRequest.
+ * Use `create(ListHandoffsRequestSchema)` to create a new message.
+ */
+export const ListHandoffsRequestSchema: GenMessage<ListHandoffsRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_coordination_service, 10);
+
+/**
+ * Response of ListHandoffs.
+ *
+ * @generated from message engram.v2.ListHandoffsResponse
+ */
+export type ListHandoffsResponse = Message<"engram.v2.ListHandoffsResponse"> & {
+  /**
+   * Matching handoffs, oldest first.
+   *
+   * @generated from field: repeated engram.v2.Handoff handoffs = 1;
+   */
+  handoffs: Handoff[];
+
+  /**
+   * Token of the next page; empty on the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message engram.v2.ListHandoffsResponse.
+ * Use `create(ListHandoffsResponseSchema)` to create a new message.
+ */
+export const ListHandoffsResponseSchema: GenMessage<ListHandoffsResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_coordination_service, 11);
+
+/**
+ * A handoff of a task between two agents of a run.
+ *
+ * @generated from message engram.v2.Handoff
+ */
+export type Handoff = Message<"engram.v2.Handoff"> & {
+  /**
+   * Id, e.g. `hof_1a`.
+   *
+   * @generated from field: string handoff_id = 1;
+   */
+  handoffId: string;
+
+  /**
+   * Run the handoff belongs to.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+
+  /**
+   * Caller-chosen task id.
+   *
+   * @generated from field: string task_id = 3;
+   */
+  taskId: string;
+
+  /**
+   * Agent handing over.
+   *
+   * @generated from field: string from_agent_id = 4;
+   */
+  fromAgentId: string;
+
+  /**
+   * Agent receiving.
+   *
+   * @generated from field: string to_agent_id = 5;
+   */
+  toAgentId: string;
+
+  /**
+   * The summary handed over.
+   *
+   * @generated from field: string content = 6;
+   */
+  content: string;
+
+  /**
+   * `review`, `continue`, `approve` or `execute`.
+   *
+   * @generated from field: string requested_action = 7;
+   */
+  requestedAction: string;
+
+  /**
+   * `pending`, `acknowledged`, `approved`, `changes_requested` or
+   * `blocked`.
+   *
+   * @generated from field: string status = 8;
+   */
+  status: string;
+
+  /**
+   * Referenced memory entry ids.
+   *
+   * @generated from field: repeated string entry_ids = 9;
+   */
+  entryIds: string[];
+
+  /**
+   * JSON object text stored with the handoff.
+   *
+   * @generated from field: string metadata_json = 10;
+   */
+  metadataJson: string;
+
+  /**
+   * Logical user scope.
+   *
+   * @generated from field: string user_id = 11;
+   */
+  userId: string;
+
+  /**
+   * RFC 3339 time of creation.
+   *
+   * @generated from field: string created_at = 12;
+   */
+  createdAt: string;
+
+  /**
+   * RFC 3339 time of the last status change.
+   *
+   * @generated from field: string updated_at = 13;
+   */
+  updatedAt: string;
+
+  /**
+   * Feedback on the handoff, oldest first (at most two: an acknowledgement
+   * and a closing verdict).
+   *
+   * @generated from field: repeated engram.v2.HandoffFeedback feedback = 14;
+   */
+  feedback: HandoffFeedback[];
+};
+
+/**
+ * Describes the message engram.v2.Handoff.
+ * Use `create(HandoffSchema)` to create a new message.
+ */
+export const HandoffSchema: GenMessage<Handoff> = /*@__PURE__*/
+  messageDesc(file_engram_v2_coordination_service, 12);
+
+/**
+ * A response to a handoff.
+ *
+ * @generated from message engram.v2.HandoffFeedback
+ */
+export type HandoffFeedback = Message<"engram.v2.HandoffFeedback"> & {
+  /**
+   * Id, e.g. `fbk_1a`.
+   *
+   * @generated from field: string feedback_id = 1;
+   */
+  feedbackId: string;
+
+  /**
+   * `approve`, `request_changes`, `block` or `acknowledge`.
+   *
+   * @generated from field: string verdict = 2;
+   */
+  verdict: string;
+
+  /**
+   * Free-text comments.
+   *
+   * @generated from field: string comments = 3;
+   */
+  comments: string;
+
+  /**
+   * Agent responding.
+   *
+   * @generated from field: string from_agent_id = 4;
+   */
+  fromAgentId: string;
+
+  /**
+   * JSON object text stored with the feedback.
+   *
+   * @generated from field: string metadata_json = 5;
+   */
+  metadataJson: string;
+
+  /**
+   * Logical user scope.
+   *
+   * @generated from field: string user_id = 6;
+   */
+  userId: string;
+
+  /**
+   * RFC 3339 time the feedback was stored.
+   *
+   * @generated from field: string created_at = 7;
+   */
+  createdAt: string;
+};
+
+/**
+ * Describes the message engram.v2.HandoffFeedback.
+ * Use `create(HandoffFeedbackSchema)` to create a new message.
+ */
+export const HandoffFeedbackSchema: GenMessage<HandoffFeedback> = /*@__PURE__*/
+  messageDesc(file_engram_v2_coordination_service, 13);
 
 /**
  * An agent registered in a run.
@@ -457,7 +782,7 @@ export type AgentIdentity = Message<"engram.v2.AgentIdentity"> & {
   capabilities: string[];
 
   /**
-   * Last status set by registration or heartbeat, e.g. `active`.
+   * Last status reported by registration or heartbeat, e.g. `active`.
    *
    * @generated from field: string status = 4;
    */
@@ -504,6 +829,28 @@ export type AgentIdentity = Message<"engram.v2.AgentIdentity"> & {
    * @generated from field: string registered_at = 10;
    */
   registeredAt: string;
+
+  /**
+   * Engram design: `active`, `idle` or `gone`, derived from the age of
+   * `heartbeat_at` when read (see the service comment for the thresholds).
+   *
+   * @generated from field: string liveness = 11;
+   */
+  liveness: string;
+
+  /**
+   * Engram design: the last progress reported by a heartbeat.
+   *
+   * @generated from field: string progress = 12;
+   */
+  progress: string;
+
+  /**
+   * Engram design: JSON object text stored at registration ("{}" when none).
+   *
+   * @generated from field: string metadata_json = 13;
+   */
+  metadataJson: string;
 };
 
 /**
@@ -511,7 +858,7 @@ export type AgentIdentity = Message<"engram.v2.AgentIdentity"> & {
  * Use `create(AgentIdentitySchema)` to create a new message.
  */
 export const AgentIdentitySchema: GenMessage<AgentIdentity> = /*@__PURE__*/
-  messageDesc(file_engram_v2_coordination_service, 10);
+  messageDesc(file_engram_v2_coordination_service, 14);
 
 /**
  * CoordinationService lets several agents work in one shared run: they
@@ -521,18 +868,52 @@ export const AgentIdentitySchema: GenMessage<AgentIdentity> = /*@__PURE__*/
  * Agents, handoffs and feedback belong to the user whose API key wrote them
  * and live inside a run (`run_id`, the same scope as `session_id` on the
  * remember and recall routes). Another user's runs are invisible: their
- * agents and handoffs answer NOT_FOUND.
+ * agents and handoffs answer NOT_FOUND and never appear in lists.
  *
  * Lanes partition memory within a shared run: ingested items tagged with a
  * lane are visible to queries whose `lane_filter` equals it or is empty;
  * items without a lane are visible to all.
  *
+ * Engram design: what a registered agent may read and write. When a memory
+ * route names an `agent_id` registered in the run (by the caller):
+ *
+ * - Writes (Remember, Ingest, BatchInsert): an item tagged with a lane that
+ *   is not among the agent's `shared_memory_lanes` is refused with
+ *   PERMISSION_DENIED naming the lane (the whole request for Remember and
+ *   Ingest; that item alone for BatchInsert). Items without a lane are
+ *   always allowed. An item whose entry type is outside a non-empty
+ *   `write_scopes` is refused the same way.
+ * - Reads (Query, GetContext): the agent sees entries without a lane plus
+ *   entries of its `shared_memory_lanes` (a `lane_filter` narrows that
+ *   further), and only the entry types of a non-empty `read_scopes`. An
+ *   `agent_id` that is not registered in the run reads as before.
+ *
+ * Engram design: liveness. Every agent carries a `liveness` derived when it
+ * is read from the age of its last heartbeat (registration counts as one):
+ * `active` under SERVICE_AGENT_IDLE_AFTER_MS (default 120000, 2 minutes),
+ * `idle` under SERVICE_AGENT_GONE_AFTER_MS (default 1800000, 30 minutes),
+ * `gone` beyond. Nothing is written when an agent goes idle or gone, so no
+ * event announces it; a heartbeat makes it `active` again.
+ *
+ * Engram design: handoffs. A handoff starts `pending`. Feedback moves it by
+ * its verdict: `acknowledge` → `acknowledged` (still open), `approve` →
+ * `approved`, `request_changes` → `changes_requested`, `block` → `blocked`
+ * (the last three close it). Feedback on a closed handoff, or a second
+ * `acknowledge`, is refused with ABORTED (HTTP 409). The receiving agent
+ * finds its open handoffs with ListHandoffs (`to_agent_id`, `status`) and
+ * in GetContext called with its `agent_id`.
+ *
+ * Events (see EventsService): `agent.registered` (first registration and
+ * every re-registration), `agent.status_changed` (a heartbeat changed the
+ * reported `status`), `handoff.created`, `feedback.created` (with the
+ * handoff's new status).
+ *
  * @generated from service engram.v2.CoordinationService
  */
 export const CoordinationService: GenService<{
   /**
-   * Lists the agents registered in a run, in registration order.
-   * Errors: INVALID_ARGUMENT (empty `run_id`).
+   * Lists the agents registered in a run, ordered by `agent_id`, paged.
+   * Errors: INVALID_ARGUMENT (empty `run_id`, malformed `page_token`).
    *
    * @generated from rpc engram.v2.CoordinationService.ListAgents
    */
@@ -545,9 +926,13 @@ export const CoordinationService: GenService<{
    * Registers an agent identity in a run, with its role, capabilities,
    * memory scopes and the lanes it participates in. Registering an agent id
    * that is already registered in the run replaces its role, capabilities,
-   * status, scopes and lanes and keeps `registered_at`.
+   * status, scopes, lanes and metadata, keeps `registered_at` and counts as
+   * a heartbeat. A run holds at most 1000 agents.
    * Errors: INVALID_ARGUMENT (empty `run_id` or `agent_id`, unknown entry
-   * type in `read_scopes` or `write_scopes`, empty lane name).
+   * type in `read_scopes` or `write_scopes`, empty lane name, more than 64
+   * values in a list, `status` over 64 characters, `metadata_json` not a
+   * JSON object), RESOURCE_EXHAUSTED (the run already holds 1000 agents).
+   * Emits `agent.registered`.
    *
    * @generated from rpc engram.v2.CoordinationService.RegisterAgent
    */
@@ -558,9 +943,11 @@ export const CoordinationService: GenService<{
   },
   /**
    * Records a liveness signal from a registered agent: sets its
-   * `heartbeat_at` to now and, when given, its `status`.
-   * Errors: INVALID_ARGUMENT (empty `run_id` or `agent_id`), NOT_FOUND (the
-   * agent is not registered in the run).
+   * `heartbeat_at` to now and, when given, its `status` and `progress`.
+   * Errors: INVALID_ARGUMENT (empty `run_id` or `agent_id`, `status` over 64
+   * characters, `progress` over 4096 characters), NOT_FOUND (the agent is
+   * not registered in the run). Emits `agent.status_changed` when `status`
+   * changed.
    *
    * @generated from rpc engram.v2.CoordinationService.AgentHeartbeat
    */
@@ -570,12 +957,11 @@ export const CoordinationService: GenService<{
     output: typeof AgentHeartbeatResponseSchema;
   },
   /**
-   * Persists a handoff of a task from one agent to another. The handoff is
-   * stored as a memory entry of the run, so it is recalled and appears in
-   * the `handoffs` section of assembled context. Neither agent has to be
-   * registered. Errors: INVALID_ARGUMENT (empty `run_id`, `task_id`,
-   * `from_agent_id`, `to_agent_id` or `content`, unknown `requested_action`,
-   * `metadata_json` not a JSON object).
+   * Persists a handoff of a task from one agent to another, `pending`.
+   * Neither agent has to be registered. Errors: INVALID_ARGUMENT (empty
+   * `run_id`, `task_id`, `from_agent_id`, `to_agent_id` or `content`,
+   * `content` over 1 MiB, unknown `requested_action`, `metadata_json` not a
+   * JSON object, more than 100 `entry_ids`). Emits `handoff.created`.
    *
    * @generated from rpc engram.v2.CoordinationService.CreateHandoff
    */
@@ -585,11 +971,13 @@ export const CoordinationService: GenService<{
     output: typeof CreateHandoffResponseSchema;
   },
   /**
-   * Persists a response (a verdict and comments) to a handoff or review
-   * request. Like handoffs, feedback is stored as a memory entry of the run.
-   * Errors: INVALID_ARGUMENT (empty `run_id`, `handoff_id` or `verdict`,
-   * unknown `verdict`, `metadata_json` not a JSON object), NOT_FOUND
-   * (`handoff_id` names no handoff of the run).
+   * Persists a response (a verdict and comments) to a handoff and moves the
+   * handoff's status (see the service comment). Errors: INVALID_ARGUMENT
+   * (empty `run_id`, `handoff_id` or `verdict`, unknown `verdict`,
+   * `metadata_json` not a JSON object), NOT_FOUND (`handoff_id` names no
+   * handoff of the caller's run), ABORTED (HTTP 409: the handoff is closed,
+   * or already acknowledged and the verdict is `acknowledge`). Emits
+   * `feedback.created`.
    *
    * @generated from rpc engram.v2.CoordinationService.SubmitFeedback
    */
@@ -597,6 +985,19 @@ export const CoordinationService: GenService<{
     methodKind: "unary";
     input: typeof SubmitFeedbackRequestSchema;
     output: typeof SubmitFeedbackResponseSchema;
+  },
+  /**
+   * Engram design: lists the handoffs of a run, oldest first, optionally
+   * only those to or from an agent and in some statuses, with their
+   * feedback. Errors: INVALID_ARGUMENT (empty `run_id`, unknown `statuses`
+   * value, malformed `page_token` or one issued for other filters).
+   *
+   * @generated from rpc engram.v2.CoordinationService.ListHandoffs
+   */
+  listHandoffs: {
+    methodKind: "unary";
+    input: typeof ListHandoffsRequestSchema;
+    output: typeof ListHandoffsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_engram_v2_coordination_service, 0);

@@ -154,16 +154,28 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  *   `reference_id`, `outcome`, `signal`, `reinforced_ids`.
  * - `step_outcome.recorded`: `step_outcome_id`, `step_id`, `outcome`,
  *   `signal`.
- * - `agent.registered`: `agent_id`, `role`, `shared_memory_lanes`.
+ * - `agent.registered`: an agent registered or re-registered in a run:
+ *   `agent_id`, `role`, `status`, `shared_memory_lanes`, `created` (false
+ *   for a re-registration).
+ * - `agent.status_changed`: a heartbeat changed an agent's reported status:
+ *   `agent_id`, `from`, `to`. Liveness (`active`, `idle`, `gone`) is derived
+ *   when agents are read, so no event announces an agent going idle or gone.
  * - `handoff.created`: `handoff_id`, `task_id`, `from_agent_id`,
- *   `to_agent_id`.
- * - `feedback.created`: `feedback_id`, `handoff_id`, `verdict`.
- * - `variable.set`: `name`, `var_type`. `variable.deleted`: `name`.
- * - `goal.added`: `goal_id`, `description`, `priority`. `goal.updated`:
- *   `goal_id`, `status`.
+ *   `to_agent_id`, `requested_action`, `status` (`pending`).
+ * - `feedback.created`: a handoff was answered: `feedback_id`, `handoff_id`,
+ *   `verdict`, `from` and `handoff_status` (its status before and after),
+ *   `from_agent_id`, `to_agent_id` (of the handoff).
+ * - `variable.set`: `name`, `var_type`, `version`. `variable.deleted`:
+ *   `name`.
+ * - `concept.defined`: `name`, `entry_id` (the memory entry of its
+ *   definition).
+ * - `goal.added`: `goal_id`, `description`, `priority`, `parent_id`.
+ *   `goal.updated`: `goal_id`, `status`.
  * - `run.linked`, `run.unlinked`: `run_id`, `linked_run_id`.
  * - `run.deleted`: `run_id` (the last event of that run).
- * - `session.created`, `session.closed`: `session_id`.
+ * - `session.created`: a control session opened: `session_id`, `agent_id`,
+ *   `phase` (`active`). `session.closed`: it closed: `session_id`,
+ *   `checkpoint_id`, `reflected`, `lessons_extracted`, `ingest_count`.
  *
  * Engram design: events are delivered from the moment of subscription;
  * earlier events are not replayed. Events of one run arrive in the order

@@ -167,7 +167,11 @@ export type ReflectRequest = Message<"engram.v2.ReflectRequest"> & {
   confidence?: number | undefined;
 
   /**
-   * Also read evidence of runs linked to `run_id`.
+   * Also read the evidence of the runs the caller linked under `run_id` (one
+   * level, see RunsService.LinkRun): the caller's own entries, step outcomes
+   * and outcomes there, merged with the run's in time order (at most 1000
+   * items in all, the newest kept). `checkpoint_id` narrows `run_id`'s
+   * evidence only. Lessons are stored in `run_id`.
    *
    * @generated from field: bool include_linked_runs = 8;
    */
@@ -1746,8 +1750,7 @@ export const LearningService: GenService<{
    * Errors: INVALID_ARGUMENT (empty `run_id`; a lesson with empty `content`
    * or an unknown `lesson_type`, `scope` or `importance`, naming the field as
    * `lessons[i].field`; nothing of the batch is stored), NOT_FOUND
-   * (`checkpoint_id` names no checkpoint of the run), FAILED_PRECONDITION
-   * (`include_linked_runs`: run linking is not available yet).
+   * (`checkpoint_id` names no checkpoint of the run).
    *
    * @generated from rpc engram.v2.LearningService.Reflect
    */

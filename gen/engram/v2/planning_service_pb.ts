@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/planning_service.proto.
  */
 export const file_engram_v2_planning_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBlbmdyYW0vdjIvcGxhbm5pbmdfc2VydmljZS5wcm90bxIJZW5ncmFtLnYyInIKDkFkZEdvYWxSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIQCghwcmlvcml0eRgDIAEoCRIRCglwYXJlbnRfaWQYBCABKAkSFgoOcGFyZW50X2dvYWxfaWQYBSABKAkiewoPQWRkR29hbFJlc3BvbnNlEgoKAmlkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhAKCHByaW9yaXR5GAMgASgJEg4KBnN0YXR1cxgEIAEoCRIRCglwYXJlbnRfaWQYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCSJrChFVcGRhdGVHb2FsUmVxdWVzdBIOCgZydW5faWQYASABKAkSDwoHZ29hbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSEAoIcHJpb3JpdHkYBSABKAkiRAoSVXBkYXRlR29hbFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZ29hbBgCIAEoCzIPLmVuZ3JhbS52Mi5Hb2FsIjkKEExpc3RHb2Fsc1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDXN0YXR1c19maWx0ZXIYAiABKAkiMwoRTGlzdEdvYWxzUmVzcG9uc2USHgoFZ29hbHMYASADKAsyDy5lbmdyYW0udjIuR29hbCI6ChJHZXRHb2FsVHJlZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhQKDHJvb3RfZ29hbF9pZBgCIAEoCSI5ChNHZXRHb2FsVHJlZVJlc3BvbnNlEiIKBWdvYWxzGAEgAygLMhMuZW5ncmFtLnYyLkdvYWxOb2RlIlYKElNldFZhcmlhYmxlUmVxdWVzdBIOCgZydW5faWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgp2YWx1ZV9qc29uGAMgASgJEg4KBnNvdXJjZRgEIAEoCSJNChNTZXRWYXJpYWJsZVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSJQoIdmFyaWFibGUYAiABKAsyEy5lbmdyYW0udjIuVmFyaWFibGUiMgoSR2V0VmFyaWFibGVSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIpkBChNHZXRWYXJpYWJsZVJlc3BvbnNlEgwKBG5hbWUYASABKAkSEgoKdmFsdWVfanNvbhgCIAEoCRIQCgh2YXJfdHlwZRgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJEhQKDGxhc3RfdXBkYXRlZBgFIAEoCRIUCgxhY2Nlc3NfY291bnQYBiABKA0SDgoGc291cmNlGAcgASgJIiYKFExpc3RWYXJpYWJsZXNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCSI/ChVMaXN0VmFyaWFibGVzUmVzcG9uc2USJgoJdmFyaWFibGVzGAEgAygLMhMuZW5ncmFtLnYyLlZhcmlhYmxlIjUKFURlbGV0ZVZhcmlhYmxlUmVxdWVzdBIOCgZydW5faWQYASABKAkSDAoEbmFtZRgCIAEoCSIpChZEZWxldGVWYXJpYWJsZVJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgiXgoURGVmaW5lQ29uY2VwdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLc2NoZW1hX2pzb24YAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkiTQoVRGVmaW5lQ29uY2VwdFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSIwoHY29uY2VwdBgCIAEoCzISLmVuZ3JhbS52Mi5Db25jZXB0IiUKE0xpc3RDb25jZXB0c1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJIjwKFExpc3RDb25jZXB0c1Jlc3BvbnNlEiQKCGNvbmNlcHRzGAEgAygLMhIuZW5ncmFtLnYyLkNvbmNlcHQiYQoTU3VibWl0QWN0aW9uUmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEwoLYWN0aW9uX3R5cGUYAyABKAkSEwoLYWN0aW9uX2pzb24YBCABKAkicwoUU3VibWl0QWN0aW9uUmVzcG9uc2USEQoJYWN0aW9uX2lkGAEgASgJEg8KB3N1Y2Nlc3MYAiABKAgSEwoLcmVzdWx0X2pzb24YAyABKAkSDQoFZXJyb3IYBCABKAkSEwoLZHVyYXRpb25fbXMYBSABKA0iUAoTR2V0QWN0aW9uTG9nUmVxdWVzdBIOCgZydW5faWQYASABKAkSDQoFbGltaXQYAiABKA0SGgoSYWN0aW9uX3R5cGVfZmlsdGVyGAMgASgJIkIKFEdldEFjdGlvbkxvZ1Jlc3BvbnNlEioKB2VudHJpZXMYASADKAsyGS5lbmdyYW0udjIuQWN0aW9uTG9nRW50cnkiYwoPUnVuQ3ljbGVSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIuCgpjYW5kaWRhdGVzGAMgAygLMhouZW5ncmFtLnYyLkFjdGlvbkNhbmRpZGF0ZSLVAQoQUnVuQ3ljbGVSZXNwb25zZRIUCgxjeWNsZV9udW1iZXIYASABKA0SMwoPc2VsZWN0ZWRfYWN0aW9uGAIgASgLMhouZW5ncmFtLnYyLkFjdGlvbkNhbmRpZGF0ZRIuCg1hY3Rpb25fcmVzdWx0GAMgASgLMhcuZW5ncmFtLnYyLkFjdGlvblJlc3VsdBIYChBwbGFubmluZ190aW1lX21zGAQgASgNEhkKEWV4ZWN1dGlvbl90aW1lX21zGAUgASgNEhEKCXRpbWVzdGFtcBgGIAEoCSI3ChZHZXRDeWNsZUhpc3RvcnlSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDSJDChdHZXRDeWNsZUhpc3RvcnlSZXNwb25zZRIoCgZjeWNsZXMYASADKAsyGC5lbmdyYW0udjIuRGVjaXNpb25DeWNsZSKEAQoER29hbBIKCgJpZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIQCghwcmlvcml0eRgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEQoJcGFyZW50X2lkGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAkSEgoKdXBkYXRlZF9hdBgHIAEoCSJfCghHb2FsTm9kZRIdCgRnb2FsGAEgASgLMg8uZW5ncmFtLnYyLkdvYWwSJQoIY2hpbGRyZW4YAiADKAsyEy5lbmdyYW0udjIuR29hbE5vZGUSDQoFZGVwdGgYAyABKA0ijgEKCFZhcmlhYmxlEgwKBG5hbWUYASABKAkSEgoKdmFsdWVfanNvbhgCIAEoCRIQCgh2YXJfdHlwZRgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJEhQKDGxhc3RfdXBkYXRlZBgFIAEoCRIUCgxhY2Nlc3NfY291bnQYBiABKA0SDgoGc291cmNlGAcgASgJIlUKB0NvbmNlcHQSDAoEbmFtZRgBIAEoCRITCgtzY2hlbWFfanNvbhgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRISCgp1cGRhdGVkX2F0GAQgASgJIl0KD0FjdGlvbkNhbmRpZGF0ZRITCgthY3Rpb25fdHlwZRgBIAEoCRITCgthY3Rpb25fanNvbhgCIAEoCRINCgVzY29yZRgDIAEoARIRCglyYXRpb25hbGUYBCABKAkiawoMQWN0aW9uUmVzdWx0EhEKCWFjdGlvbl9pZBgBIAEoCRIPCgdzdWNjZXNzGAIgASgIEhMKC3Jlc3VsdF9qc29uGAMgASgJEg0KBWVycm9yGAQgASgJEhMKC2R1cmF0aW9uX21zGAUgASgNIq4BCg5BY3Rpb25Mb2dFbnRyeRIRCglhY3Rpb25faWQYASABKAkSEwoLYWN0aW9uX3R5cGUYAiABKAkSEwoLYWN0aW9uX2pzb24YAyABKAkSDwoHc3VjY2VzcxgEIAEoCBITCgtyZXN1bHRfanNvbhgFIAEoCRIUCgxjeWNsZV9udW1iZXIYBiABKA0SEQoJdGltZXN0YW1wGAcgASgJEhAKCGFnZW50X2lkGAggASgJIuQBCg1EZWNpc2lvbkN5Y2xlEhQKDGN5Y2xlX251bWJlchgBIAEoDRIzCg9zZWxlY3RlZF9hY3Rpb24YAiABKAsyGi5lbmdyYW0udjIuQWN0aW9uQ2FuZGlkYXRlEi4KDWFjdGlvbl9yZXN1bHQYAyABKAsyFy5lbmdyYW0udjIuQWN0aW9uUmVzdWx0EhgKEHBsYW5uaW5nX3RpbWVfbXMYBCABKA0SGQoRZXhlY3V0aW9uX3RpbWVfbXMYBSABKA0SEQoJdGltZXN0YW1wGAYgASgJEhAKCGFnZW50X2lkGAcgASgJMoYNCg9QbGFubmluZ1NlcnZpY2USZQoHQWRkR29hbBIZLmVuZ3JhbS52Mi5BZGRHb2FsUmVxdWVzdBoaLmVuZ3JhbS52Mi5BZGRHb2FsUmVzcG9uc2UiI4gCAYLT5JMCGjoBKiIVL3YyL2NvbnRyb2wvZ29hbHMvYWRkEnEKClVwZGF0ZUdvYWwSHC5lbmdyYW0udjIuVXBkYXRlR29hbFJlcXVlc3QaHS5lbmdyYW0udjIuVXBkYXRlR29hbFJlc3BvbnNlIiaIAgGC0+STAh06ASoiGC92Mi9jb250cm9sL2dvYWxzL3VwZGF0ZRJsCglMaXN0R29hbHMSGy5lbmdyYW0udjIuTGlzdEdvYWxzUmVxdWVzdBocLmVuZ3JhbS52Mi5MaXN0R29hbHNSZXNwb25zZSIkiAIBgtPkkwIbOgEqIhYvdjIvY29udHJvbC9nb2Fscy9saXN0EnIKC0dldEdvYWxUcmVlEh0uZW5ncmFtLnYyLkdldEdvYWxUcmVlUmVxdWVzdBoeLmVuZ3JhbS52Mi5HZXRHb2FsVHJlZVJlc3BvbnNlIiSIAgGC0+STAhs6ASoiFi92Mi9jb250cm9sL2dvYWxzL3RyZWUScgoLU2V0VmFyaWFibGUSHS5lbmdyYW0udjIuU2V0VmFyaWFibGVSZXF1ZXN0Gh4uZW5ncmFtLnYyLlNldFZhcmlhYmxlUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YyL2NvbnRyb2wvdmFyaWFibGVzL3NldBJyCgtHZXRWYXJpYWJsZRIdLmVuZ3JhbS52Mi5HZXRWYXJpYWJsZVJlcXVlc3QaHi5lbmdyYW0udjIuR2V0VmFyaWFibGVSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjIvY29udHJvbC92YXJpYWJsZXMvZ2V0EnkKDUxpc3RWYXJpYWJsZXMSHy5lbmdyYW0udjIuTGlzdFZhcmlhYmxlc1JlcXVlc3QaIC5lbmdyYW0udjIuTGlzdFZhcmlhYmxlc1Jlc3BvbnNlIiWC0+STAh86ASoiGi92Mi9jb250cm9sL3ZhcmlhYmxlcy9saXN0En4KDkRlbGV0ZVZhcmlhYmxlEiAuZW5ncmFtLnYyLkRlbGV0ZVZhcmlhYmxlUmVxdWVzdBohLmVuZ3JhbS52Mi5EZWxldGVWYXJpYWJsZVJlc3BvbnNlIieC0+STAiE6ASoiHC92Mi9jb250cm9sL3ZhcmlhYmxlcy9kZWxldGUSegoNRGVmaW5lQ29uY2VwdBIfLmVuZ3JhbS52Mi5EZWZpbmVDb25jZXB0UmVxdWVzdBogLmVuZ3JhbS52Mi5EZWZpbmVDb25jZXB0UmVzcG9uc2UiJoLT5JMCIDoBKiIbL3YyL2NvbnRyb2wvY29uY2VwdHMvZGVmaW5lEnUKDExpc3RDb25jZXB0cxIeLmVuZ3JhbS52Mi5MaXN0Q29uY2VwdHNSZXF1ZXN0Gh8uZW5ncmFtLnYyLkxpc3RDb25jZXB0c1Jlc3BvbnNlIiSC0+STAh46ASoiGS92Mi9jb250cm9sL2NvbmNlcHRzL2xpc3QSeQoMU3VibWl0QWN0aW9uEh4uZW5ncmFtLnYyLlN1Ym1pdEFjdGlvblJlcXVlc3QaHy5lbmdyYW0udjIuU3VibWl0QWN0aW9uUmVzcG9uc2UiKIgCAYLT5JMCHzoBKiIaL3YyL2NvbnRyb2wvYWN0aW9ucy9zdWJtaXQSdgoMR2V0QWN0aW9uTG9nEh4uZW5ncmFtLnYyLkdldEFjdGlvbkxvZ1JlcXVlc3QaHy5lbmdyYW0udjIuR2V0QWN0aW9uTG9nUmVzcG9uc2UiJYgCAYLT5JMCHDoBKiIXL3YyL2NvbnRyb2wvYWN0aW9ucy9sb2cSaQoIUnVuQ3ljbGUSGi5lbmdyYW0udjIuUnVuQ3ljbGVSZXF1ZXN0GhsuZW5ncmFtLnYyLlJ1bkN5Y2xlUmVzcG9uc2UiJIgCAYLT5JMCGzoBKiIWL3YyL2NvbnRyb2wvY3ljbGVzL3J1bhKCAQoPR2V0Q3ljbGVIaXN0b3J5EiEuZW5ncmFtLnYyLkdldEN5Y2xlSGlzdG9yeVJlcXVlc3QaIi5lbmdyYW0udjIuR2V0Q3ljbGVIaXN0b3J5UmVzcG9uc2UiKIgCAYLT5JMCHzoBKiIaL3YyL2NvbnRyb2wvY3ljbGVzL2hpc3RvcnliBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("CiBlbmdyYW0vdjIvcGxhbm5pbmdfc2VydmljZS5wcm90bxIJZW5ncmFtLnYyInIKDkFkZEdvYWxSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIQCghwcmlvcml0eRgDIAEoCRIRCglwYXJlbnRfaWQYBCABKAkSFgoOcGFyZW50X2dvYWxfaWQYBSABKAkiewoPQWRkR29hbFJlc3BvbnNlEgoKAmlkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEhAKCHByaW9yaXR5GAMgASgJEg4KBnN0YXR1cxgEIAEoCRIRCglwYXJlbnRfaWQYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCSJrChFVcGRhdGVHb2FsUmVxdWVzdBIOCgZydW5faWQYASABKAkSDwoHZ29hbF9pZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSEAoIcHJpb3JpdHkYBSABKAkiRAoSVXBkYXRlR29hbFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSHQoEZ29hbBgCIAEoCzIPLmVuZ3JhbS52Mi5Hb2FsIjkKEExpc3RHb2Fsc1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDXN0YXR1c19maWx0ZXIYAiABKAkiMwoRTGlzdEdvYWxzUmVzcG9uc2USHgoFZ29hbHMYASADKAsyDy5lbmdyYW0udjIuR29hbCI6ChJHZXRHb2FsVHJlZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhQKDHJvb3RfZ29hbF9pZBgCIAEoCSI5ChNHZXRHb2FsVHJlZVJlc3BvbnNlEiIKBWdvYWxzGAEgAygLMhMuZW5ncmFtLnYyLkdvYWxOb2RlIooBChJTZXRWYXJpYWJsZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdmFsdWVfanNvbhgDIAEoCRIOCgZzb3VyY2UYBCABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgFIAEoBEgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIk0KE1NldFZhcmlhYmxlUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIlCgh2YXJpYWJsZRgCIAEoCzITLmVuZ3JhbS52Mi5WYXJpYWJsZSIyChJHZXRWYXJpYWJsZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkiqgEKE0dldFZhcmlhYmxlUmVzcG9uc2USDAoEbmFtZRgBIAEoCRISCgp2YWx1ZV9qc29uGAIgASgJEhAKCHZhcl90eXBlGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAkSFAoMbGFzdF91cGRhdGVkGAUgASgJEhQKDGFjY2Vzc19jb3VudBgGIAEoDRIOCgZzb3VyY2UYByABKAkSDwoHdmVyc2lvbhgIIAEoBCJJChRMaXN0VmFyaWFibGVzUmVxdWVzdBIOCgZydW5faWQYASABKAkSDQoFbGltaXQYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJYChVMaXN0VmFyaWFibGVzUmVzcG9uc2USJgoJdmFyaWFibGVzGAEgAygLMhMuZW5ncmFtLnYyLlZhcmlhYmxlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJpChVEZWxldGVWYXJpYWJsZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSHQoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoBEgAiAEBQhMKEV9leHBlY3RlZF92ZXJzaW9uIikKFkRlbGV0ZVZhcmlhYmxlUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCCKMAQoURGVmaW5lQ29uY2VwdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLc2NoZW1hX2pzb24YAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSEgoKZGVmaW5pdGlvbhgFIAEoCRIYChByZWxhdGVkX2NvbmNlcHRzGAYgAygJIk0KFURlZmluZUNvbmNlcHRSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEiMKB2NvbmNlcHQYAiABKAsyEi5lbmdyYW0udjIuQ29uY2VwdCJIChNMaXN0Q29uY2VwdHNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRINCgVsaW1pdBgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJIlUKFExpc3RDb25jZXB0c1Jlc3BvbnNlEiQKCGNvbmNlcHRzGAEgAygLMhIuZW5ncmFtLnYyLkNvbmNlcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2FjdGlvbl90eXBlGAMgASgJEhMKC2FjdGlvbl9qc29uGAQgASgJInMKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEhEKCWFjdGlvbl9pZBgBIAEoCRIPCgdzdWNjZXNzGAIgASgIEhMKC3Jlc3VsdF9qc29uGAMgASgJEg0KBWVycm9yGAQgASgJEhMKC2R1cmF0aW9uX21zGAUgASgNIlAKE0dldEFjdGlvbkxvZ1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg0KBWxpbWl0GAIgASgNEhoKEmFjdGlvbl90eXBlX2ZpbHRlchgDIAEoCSJCChRHZXRBY3Rpb25Mb2dSZXNwb25zZRIqCgdlbnRyaWVzGAEgAygLMhkuZW5ncmFtLnYyLkFjdGlvbkxvZ0VudHJ5IngKD1J1bkN5Y2xlUmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSLgoKY2FuZGlkYXRlcxgDIAMoCzIaLmVuZ3JhbS52Mi5BY3Rpb25DYW5kaWRhdGUSEwoLb2JzZXJ2YXRpb24YBCABKAki6gEKEFJ1bkN5Y2xlUmVzcG9uc2USFAoMY3ljbGVfbnVtYmVyGAEgASgNEjMKD3NlbGVjdGVkX2FjdGlvbhgCIAEoCzIaLmVuZ3JhbS52Mi5BY3Rpb25DYW5kaWRhdGUSLgoNYWN0aW9uX3Jlc3VsdBgDIAEoCzIXLmVuZ3JhbS52Mi5BY3Rpb25SZXN1bHQSGAoQcGxhbm5pbmdfdGltZV9tcxgEIAEoDRIZChFleGVjdXRpb25fdGltZV9tcxgFIAEoDRIRCgl0aW1lc3RhbXAYBiABKAkSEwoLb2JzZXJ2YXRpb24YByABKAkiNwoWR2V0Q3ljbGVIaXN0b3J5UmVxdWVzdBIOCgZydW5faWQYASABKAkSDQoFbGltaXQYAiABKA0iQwoXR2V0Q3ljbGVIaXN0b3J5UmVzcG9uc2USKAoGY3ljbGVzGAEgAygLMhguZW5ncmFtLnYyLkRlY2lzaW9uQ3ljbGUihAEKBEdvYWwSCgoCaWQYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIcHJpb3JpdHkYAyABKAkSDgoGc3RhdHVzGAQgASgJEhEKCXBhcmVudF9pZBgFIAEoCRISCgpjcmVhdGVkX2F0GAYgASgJEhIKCnVwZGF0ZWRfYXQYByABKAkiXwoIR29hbE5vZGUSHQoEZ29hbBgBIAEoCzIPLmVuZ3JhbS52Mi5Hb2FsEiUKCGNoaWxkcmVuGAIgAygLMhMuZW5ncmFtLnYyLkdvYWxOb2RlEg0KBWRlcHRoGAMgASgNIp8BCghWYXJpYWJsZRIMCgRuYW1lGAEgASgJEhIKCnZhbHVlX2pzb24YAiABKAkSEAoIdmFyX3R5cGUYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCRIUCgxsYXN0X3VwZGF0ZWQYBSABKAkSFAoMYWNjZXNzX2NvdW50GAYgASgNEg4KBnNvdXJjZRgHIAEoCRIPCgd2ZXJzaW9uGAggASgEIqkBCgdDb25jZXB0EgwKBG5hbWUYASABKAkSEwoLc2NoZW1hX2pzb24YAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEgoKdXBkYXRlZF9hdBgEIAEoCRISCgpkZWZpbml0aW9uGAUgASgJEhgKEHJlbGF0ZWRfY29uY2VwdHMYBiADKAkSEAoIZW50cnlfaWQYByABKAkSEgoKY3JlYXRlZF9hdBgIIAEoCSJdCg9BY3Rpb25DYW5kaWRhdGUSEwoLYWN0aW9uX3R5cGUYASABKAkSEwoLYWN0aW9uX2pzb24YAiABKAkSDQoFc2NvcmUYAyABKAESEQoJcmF0aW9uYWxlGAQgASgJImsKDEFjdGlvblJlc3VsdBIRCglhY3Rpb25faWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBITCgtyZXN1bHRfanNvbhgDIAEoCRINCgVlcnJvchgEIAEoCRITCgtkdXJhdGlvbl9tcxgFIAEoDSKuAQoOQWN0aW9uTG9nRW50cnkSEQoJYWN0aW9uX2lkGAEgASgJEhMKC2FjdGlvbl90eXBlGAIgASgJEhMKC2FjdGlvbl9qc29uGAMgASgJEg8KB3N1Y2Nlc3MYBCABKAgSEwoLcmVzdWx0X2pzb24YBSABKAkSFAoMY3ljbGVfbnVtYmVyGAYgASgNEhEKCXRpbWVzdGFtcBgHIAEoCRIQCghhZ2VudF9pZBgIIAEoCSL5AQoNRGVjaXNpb25DeWNsZRIUCgxjeWNsZV9udW1iZXIYASABKA0SMwoPc2VsZWN0ZWRfYWN0aW9uGAIgASgLMhouZW5ncmFtLnYyLkFjdGlvbkNhbmRpZGF0ZRIuCg1hY3Rpb25fcmVzdWx0GAMgASgLMhcuZW5ncmFtLnYyLkFjdGlvblJlc3VsdBIYChBwbGFubmluZ190aW1lX21zGAQgASgNEhkKEWV4ZWN1dGlvbl90aW1lX21zGAUgASgNEhEKCXRpbWVzdGFtcBgGIAEoCRIQCghhZ2VudF9pZBgHIAEoCRITCgtvYnNlcnZhdGlvbhgIIAEoCTKGDQoPUGxhbm5pbmdTZXJ2aWNlEmUKB0FkZEdvYWwSGS5lbmdyYW0udjIuQWRkR29hbFJlcXVlc3QaGi5lbmdyYW0udjIuQWRkR29hbFJlc3BvbnNlIiOIAgGC0+STAho6ASoiFS92Mi9jb250cm9sL2dvYWxzL2FkZBJxCgpVcGRhdGVHb2FsEhwuZW5ncmFtLnYyLlVwZGF0ZUdvYWxSZXF1ZXN0Gh0uZW5ncmFtLnYyLlVwZGF0ZUdvYWxSZXNwb25zZSImiAIBgtPkkwIdOgEqIhgvdjIvY29udHJvbC9nb2Fscy91cGRhdGUSbAoJTGlzdEdvYWxzEhsuZW5ncmFtLnYyLkxpc3RHb2Fsc1JlcXVlc3QaHC5lbmdyYW0udjIuTGlzdEdvYWxzUmVzcG9uc2UiJIgCAYLT5JMCGzoBKiIWL3YyL2NvbnRyb2wvZ29hbHMvbGlzdBJyCgtHZXRHb2FsVHJlZRIdLmVuZ3JhbS52Mi5HZXRHb2FsVHJlZVJlcXVlc3QaHi5lbmdyYW0udjIuR2V0R29hbFRyZWVSZXNwb25zZSIkiAIBgtPkkwIbOgEqIhYvdjIvY29udHJvbC9nb2Fscy90cmVlEnIKC1NldFZhcmlhYmxlEh0uZW5ncmFtLnYyLlNldFZhcmlhYmxlUmVxdWVzdBoeLmVuZ3JhbS52Mi5TZXRWYXJpYWJsZVJlc3BvbnNlIiSC0+STAh46ASoiGS92Mi9jb250cm9sL3ZhcmlhYmxlcy9zZXQScgoLR2V0VmFyaWFibGUSHS5lbmdyYW0udjIuR2V0VmFyaWFibGVSZXF1ZXN0Gh4uZW5ncmFtLnYyLkdldFZhcmlhYmxlUmVzcG9uc2UiJILT5JMCHjoBKiIZL3YyL2NvbnRyb2wvdmFyaWFibGVzL2dldBJ5Cg1MaXN0VmFyaWFibGVzEh8uZW5ncmFtLnYyLkxpc3RWYXJpYWJsZXNSZXF1ZXN0GiAuZW5ncmFtLnYyLkxpc3RWYXJpYWJsZXNSZXNwb25zZSIlgtPkkwIfOgEqIhovdjIvY29udHJvbC92YXJpYWJsZXMvbGlzdBJ+Cg5EZWxldGVWYXJpYWJsZRIgLmVuZ3JhbS52Mi5EZWxldGVWYXJpYWJsZVJlcXVlc3QaIS5lbmdyYW0udjIuRGVsZXRlVmFyaWFibGVSZXNwb25zZSIngtPkkwIhOgEqIhwvdjIvY29udHJvbC92YXJpYWJsZXMvZGVsZXRlEnoKDURlZmluZUNvbmNlcHQSHy5lbmdyYW0udjIuRGVmaW5lQ29uY2VwdFJlcXVlc3QaIC5lbmdyYW0udjIuRGVmaW5lQ29uY2VwdFJlc3BvbnNlIiaC0+STAiA6ASoiGy92Mi9jb250cm9sL2NvbmNlcHRzL2RlZmluZRJ1CgxMaXN0Q29uY2VwdHMSHi5lbmdyYW0udjIuTGlzdENvbmNlcHRzUmVxdWVzdBofLmVuZ3JhbS52Mi5MaXN0Q29uY2VwdHNSZXNwb25zZSIkgtPkkwIeOgEqIhkvdjIvY29udHJvbC9jb25jZXB0cy9saXN0EnkKDFN1Ym1pdEFjdGlvbhIeLmVuZ3JhbS52Mi5TdWJtaXRBY3Rpb25SZXF1ZXN0Gh8uZW5ncmFtLnYyLlN1Ym1pdEFjdGlvblJlc3BvbnNlIiiIAgGC0+STAh86ASoiGi92Mi9jb250cm9sL2FjdGlvbnMvc3VibWl0EnYKDEdldEFjdGlvbkxvZxIeLmVuZ3JhbS52Mi5HZXRBY3Rpb25Mb2dSZXF1ZXN0Gh8uZW5ncmFtLnYyLkdldEFjdGlvbkxvZ1Jlc3BvbnNlIiWIAgGC0+STAhw6ASoiFy92Mi9jb250cm9sL2FjdGlvbnMvbG9nEmkKCFJ1bkN5Y2xlEhouZW5ncmFtLnYyLlJ1bkN5Y2xlUmVxdWVzdBobLmVuZ3JhbS52Mi5SdW5DeWNsZVJlc3BvbnNlIiSIAgGC0+STAhs6ASoiFi92Mi9jb250cm9sL2N5Y2xlcy9ydW4SggEKD0dldEN5Y2xlSGlzdG9yeRIhLmVuZ3JhbS52Mi5HZXRDeWNsZUhpc3RvcnlSZXF1ZXN0GiIuZW5ncmFtLnYyLkdldEN5Y2xlSGlzdG9yeVJlc3BvbnNlIiiIAgGC0+STAh86ASoiGi92Mi9jb250cm9sL2N5Y2xlcy9oaXN0b3J5YgZwcm90bzM", [file_google_api_annotations]);
 
 /**
  * Request of AddGoal (deprecated).
@@ -332,6 +332,14 @@ export type SetVariableRequest = Message<"engram.v2.SetVariableRequest"> & {
    * @generated from field: string source = 4;
    */
   source: string;
+
+  /**
+   * Engram design: compare-and-set. When set, the write happens only if the
+   * variable's current `version` equals it (`0`: only if it does not exist).
+   *
+   * @generated from field: optional uint64 expected_version = 5;
+   */
+  expectedVersion?: bigint | undefined;
 };
 
 /**
@@ -454,6 +462,13 @@ export type GetVariableResponse = Message<"engram.v2.GetVariableResponse"> & {
    * @generated from field: string source = 7;
    */
   source: string;
+
+  /**
+   * Engram design: version of the current value, for compare-and-set.
+   *
+   * @generated from field: uint64 version = 8;
+   */
+  version: bigint;
 };
 
 /**
@@ -475,6 +490,21 @@ export type ListVariablesRequest = Message<"engram.v2.ListVariablesRequest"> & {
    * @generated from field: string run_id = 1;
    */
   runId: string;
+
+  /**
+   * Engram design: page size; default 1,000 when 0, clamped to [1, 1000].
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Engram design: `next_page_token` of the previous page; empty for the
+   * first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -496,6 +526,13 @@ export type ListVariablesResponse = Message<"engram.v2.ListVariablesResponse"> &
    * @generated from field: repeated engram.v2.Variable variables = 1;
    */
   variables: Variable[];
+
+  /**
+   * Engram design: token of the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -524,6 +561,14 @@ export type DeleteVariableRequest = Message<"engram.v2.DeleteVariableRequest"> &
    * @generated from field: string name = 2;
    */
   name: string;
+
+  /**
+   * Engram design: when set, the variable is deleted only if its current
+   * `version` equals it.
+   *
+   * @generated from field: optional uint64 expected_version = 3;
+   */
+  expectedVersion?: bigint | undefined;
 };
 
 /**
@@ -582,11 +627,27 @@ export type DefineConceptRequest = Message<"engram.v2.DefineConceptRequest"> & {
   schemaJson: string;
 
   /**
-   * Engram design: optional human-readable description.
+   * Older name of `definition`; used when `definition` is empty.
    *
    * @generated from field: string description = 4;
    */
   description: string;
+
+  /**
+   * Engram design: what the concept means, in words (at most 16,384 bytes);
+   * stored as searchable memory of the run.
+   *
+   * @generated from field: string definition = 5;
+   */
+  definition: string;
+
+  /**
+   * Engram design: names of related concepts (at most 32, each at most 256
+   * bytes; duplicates dropped). They need not be defined.
+   *
+   * @generated from field: repeated string related_concepts = 6;
+   */
+  relatedConcepts: string[];
 };
 
 /**
@@ -636,6 +697,21 @@ export type ListConceptsRequest = Message<"engram.v2.ListConceptsRequest"> & {
    * @generated from field: string run_id = 1;
    */
   runId: string;
+
+  /**
+   * Engram design: page size; default 1,000 when 0, clamped to [1, 1000].
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Engram design: `next_page_token` of the previous page; empty for the
+   * first page.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
 };
 
 /**
@@ -657,6 +733,13 @@ export type ListConceptsResponse = Message<"engram.v2.ListConceptsResponse"> & {
    * @generated from field: repeated engram.v2.Concept concepts = 1;
    */
   concepts: Concept[];
+
+  /**
+   * Engram design: token of the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -837,11 +920,19 @@ export type RunCycleRequest = Message<"engram.v2.RunCycleRequest"> & {
   agentId: string;
 
   /**
-   * Proposed next actions; the best-scored one is selected.
+   * Proposed next actions (at most 100); the best-scored one is selected.
    *
    * @generated from field: repeated engram.v2.ActionCandidate candidates = 3;
    */
   candidates: ActionCandidate[];
+
+  /**
+   * Engram design: what the agent observed before deciding (at most 16,384
+   * bytes); recorded with the cycle.
+   *
+   * @generated from field: string observation = 4;
+   */
+  observation: string;
 };
 
 /**
@@ -899,6 +990,13 @@ export type RunCycleResponse = Message<"engram.v2.RunCycleResponse"> & {
    * @generated from field: string timestamp = 6;
    */
   timestamp: string;
+
+  /**
+   * Engram design: the observation recorded with the cycle.
+   *
+   * @generated from field: string observation = 7;
+   */
+  observation: string;
 };
 
 /**
@@ -1111,6 +1209,14 @@ export type Variable = Message<"engram.v2.Variable"> & {
    * @generated from field: string source = 7;
    */
   source: string;
+
+  /**
+   * Engram design: version of the current value, for compare-and-set: a
+   * store-wide counter, higher after every write; compare it for equality.
+   *
+   * @generated from field: uint64 version = 8;
+   */
+  version: bigint;
 };
 
 /**
@@ -1141,7 +1247,8 @@ export type Concept = Message<"engram.v2.Concept"> & {
   schemaJson: string;
 
   /**
-   * Engram design: human-readable description.
+   * Engram design: the definition (same as `definition`, for older
+   * clients).
    *
    * @generated from field: string description = 3;
    */
@@ -1153,6 +1260,34 @@ export type Concept = Message<"engram.v2.Concept"> & {
    * @generated from field: string updated_at = 4;
    */
   updatedAt: string;
+
+  /**
+   * Engram design: what the concept means, in words.
+   *
+   * @generated from field: string definition = 5;
+   */
+  definition: string;
+
+  /**
+   * Engram design: names of related concepts.
+   *
+   * @generated from field: repeated string related_concepts = 6;
+   */
+  relatedConcepts: string[];
+
+  /**
+   * Engram design: id of the memory entry holding the definition.
+   *
+   * @generated from field: string entry_id = 7;
+   */
+  entryId: string;
+
+  /**
+   * Engram design: RFC 3339 time of the first definition.
+   *
+   * @generated from field: string created_at = 8;
+   */
+  createdAt: string;
 };
 
 /**
@@ -1378,6 +1513,13 @@ export type DecisionCycle = Message<"engram.v2.DecisionCycle"> & {
    * @generated from field: string agent_id = 7;
    */
   agentId: string;
+
+  /**
+   * Engram design: the observation recorded with the cycle.
+   *
+   * @generated from field: string observation = 8;
+   */
+  observation: string;
 };
 
 /**
@@ -1399,7 +1541,21 @@ export const DecisionCycleSchema: GenMessage<DecisionCycle> = /*@__PURE__*/
  * Deprecated: the goal, action and decision-cycle routes remain available
  * for existing clients but will not grow. Track goals in your task system
  * and orchestrate actions in your agent framework; store the state you need
- * here as variables.
+ * here as variables. Over HTTP/JSON every response of a deprecated route
+ * carries the header `Deprecation: true`.
+ *
+ * Engram design — limits, so that no run grows without bound: a run holds at
+ * most 1,000 variables, 1,000 concepts and 1,000 goals (one more is refused
+ * with RESOURCE_EXHAUSTED, HTTP 429); a variable's `value_json` is at most
+ * 65,536 bytes of UTF-8 and a concept's definition at most 16,384; the
+ * action log and the cycle history keep the run's latest 1,000 records each,
+ * dropping the oldest. Names (`name`) and ids are at most 256 bytes.
+ *
+ * Every write is durable before it is answered and all or nothing: a refused
+ * or failed request leaves no record, memory entry or event behind. Events
+ * (see EventsService): `variable.set`, `variable.deleted`,
+ * `concept.defined`, `goal.added`, `goal.updated`, sent after the commit.
+ * Deleting a run (`delete_run`) deletes its planning records too.
  *
  * @generated from service engram.v2.PlanningService
  */
@@ -1407,9 +1563,12 @@ export const PlanningService: GenService<{
   /**
    * Deprecated: use your task system for goals. Adds a goal to the run,
    * optionally under a parent goal. New goals have status `active`.
+   * Engram design: goals nest at most 16 levels deep (a root goal is level
+   * 1); `description` is at most 16,384 bytes.
    * Errors: INVALID_ARGUMENT (empty `run_id` or `description`, unknown
-   * `priority`, `parent_id` and `parent_goal_id` both set and different),
-   * NOT_FOUND (the parent goal is not in the run).
+   * `priority`, `parent_id` and `parent_goal_id` both set and different,
+   * the parent at the deepest level), NOT_FOUND (the parent goal is not in
+   * the run), RESOURCE_EXHAUSTED (the run holds 1,000 goals).
    *
    * @generated from rpc engram.v2.PlanningService.AddGoal
    * @deprecated
@@ -1421,7 +1580,11 @@ export const PlanningService: GenService<{
   },
   /**
    * Deprecated: use your task system for goals. Changes a goal's status and,
-   * when given, its description or priority.
+   * when given, its description or priority. Engram design: statuses are
+   * labels, not a state machine: any status may follow any other (a goal
+   * marked `achieved` by mistake can be reopened as `active`); children keep
+   * their own status. An update that changes nothing is answered without a
+   * write or an event.
    * Errors: INVALID_ARGUMENT (empty `run_id` or `goal_id`, unknown `status`
    * or `priority`), NOT_FOUND (no such goal in the run).
    *
@@ -1462,8 +1625,20 @@ export const PlanningService: GenService<{
   },
   /**
    * Sets a run-scoped variable to a JSON value, creating it or replacing its
-   * value. Errors: INVALID_ARGUMENT (empty `run_id` or `name`, `value_json`
-   * not valid JSON, unknown `source`).
+   * value. Every write gives the variable a new, higher `version`.
+   *
+   * Engram design — compare-and-set: with `expected_version` the write
+   * happens only if the variable is currently at that version (`0`: only if
+   * it does not exist yet); otherwise it is refused with ABORTED (HTTP 409)
+   * and nothing changes. Of concurrent writers passing the same expected
+   * version exactly one succeeds; the others get ABORTED and may re-read and
+   * retry. Versions come from one store-wide counter, so a variable deleted
+   * and set again never reuses a version an earlier reader saw.
+   *
+   * Errors: INVALID_ARGUMENT (empty `run_id` or `name`, `value_json` empty,
+   * not valid JSON or larger than 65,536 bytes, unknown `source`), ABORTED
+   * (`expected_version` does not match), RESOURCE_EXHAUSTED (a new name in a
+   * run that holds 1,000 variables).
    *
    * @generated from rpc engram.v2.PlanningService.SetVariable
    */
@@ -1473,7 +1648,8 @@ export const PlanningService: GenService<{
     output: typeof SetVariableResponseSchema;
   },
   /**
-   * Reads one variable and counts the access.
+   * Reads one variable and counts the access (a durable write of the count;
+   * it does not change `version`).
    * Errors: INVALID_ARGUMENT (empty `run_id` or `name`), NOT_FOUND (no such
    * variable in the run).
    *
@@ -1485,8 +1661,8 @@ export const PlanningService: GenService<{
     output: typeof GetVariableResponseSchema;
   },
   /**
-   * Lists the run's variables, by name.
-   * Errors: INVALID_ARGUMENT (empty `run_id`).
+   * Lists the run's variables, by name, in pages.
+   * Errors: INVALID_ARGUMENT (empty `run_id`, malformed `page_token`).
    *
    * @generated from rpc engram.v2.PlanningService.ListVariables
    */
@@ -1496,9 +1672,10 @@ export const PlanningService: GenService<{
     output: typeof ListVariablesResponseSchema;
   },
   /**
-   * Deletes one variable.
+   * Deletes one variable; with `expected_version`, only if it is at that
+   * version.
    * Errors: INVALID_ARGUMENT (empty `run_id` or `name`), NOT_FOUND (no such
-   * variable in the run).
+   * variable in the run), ABORTED (`expected_version` does not match).
    *
    * @generated from rpc engram.v2.PlanningService.DeleteVariable
    */
@@ -1508,10 +1685,21 @@ export const PlanningService: GenService<{
     output: typeof DeleteVariableResponseSchema;
   },
   /**
-   * Defines a named concept of the run (a JSON schema describing a kind of
-   * thing the agents reason about). Defining an existing name replaces it.
+   * Defines a named concept of the run: a definition in words, the names of
+   * related concepts and optionally a JSON schema describing the kind of
+   * thing the agents reason about. Defining an existing name replaces it.
+   *
+   * Engram design: a concept's definition is memory of the run. It is stored
+   * in the same transaction as an entry of type `fact` with metadata
+   * `{"concept": "<name>"}` (upsert key `engram:concept:<name>`), whose
+   * content reads `<name>: <definition>` followed by the related concepts,
+   * so query, recall and context find it. Redefining the concept supersedes
+   * that entry with the new definition.
+   *
    * Errors: INVALID_ARGUMENT (empty `run_id` or `name`, `schema_json` not a
-   * JSON object).
+   * JSON object, `definition` over 16,384 bytes, more than 32
+   * `related_concepts`), RESOURCE_EXHAUSTED (a new name in a run that holds
+   * 1,000 concepts).
    *
    * @generated from rpc engram.v2.PlanningService.DefineConcept
    */
@@ -1521,8 +1709,8 @@ export const PlanningService: GenService<{
     output: typeof DefineConceptResponseSchema;
   },
   /**
-   * Lists the run's concepts, by name.
-   * Errors: INVALID_ARGUMENT (empty `run_id`).
+   * Lists the run's concepts, by name, in pages.
+   * Errors: INVALID_ARGUMENT (empty `run_id`, malformed `page_token`).
    *
    * @generated from rpc engram.v2.PlanningService.ListConcepts
    */
@@ -1536,7 +1724,7 @@ export const PlanningService: GenService<{
    * action in the run's action log. Engram design: the action is recorded,
    * not executed; the response reports success with an empty result.
    * Errors: INVALID_ARGUMENT (empty `run_id` or `action_type`, unknown
-   * `action_type`, `action_json` not valid JSON).
+   * `action_type`, `action_json` not valid JSON or over 16,384 bytes).
    *
    * @generated from rpc engram.v2.PlanningService.SubmitAction
    * @deprecated
@@ -1561,12 +1749,15 @@ export const PlanningService: GenService<{
   },
   /**
    * Deprecated: use your agent framework's decision loop. Records one
-   * reasoning cycle of the run. Engram design: the candidate with the
-   * highest `score` (the first one on a tie) is selected and recorded in the
-   * action log with this cycle's number; it is not executed. Without
-   * candidates the cycle is recorded with no selected action.
-   * Errors: INVALID_ARGUMENT (empty `run_id`, unknown `action_type` or
-   * invalid `action_json` in a candidate).
+   * reasoning cycle of the run: observation → decision → action. Engram
+   * design: the cycle stores the caller's `observation`; the candidate with
+   * the highest `score` (the first one on a tie) is the decision, recorded
+   * in the action log with this cycle's number (the action); nothing is
+   * executed. Without candidates the cycle is recorded with no selected
+   * action. Cycle numbers count up from 1 per run and owner.
+   * Errors: INVALID_ARGUMENT (empty `run_id`, more than 100 candidates,
+   * unknown `action_type`, invalid `action_json` or non-finite `score` in a
+   * candidate, `observation` over 16,384 bytes).
    *
    * @generated from rpc engram.v2.PlanningService.RunCycle
    * @deprecated

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/runs_service.proto.
  */
 export const file_engram_v2_runs_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxlbmdyYW0vdjIvcnVuc19zZXJ2aWNlLnByb3RvEgllbmdyYW0udjIiNAoPTGlzdFJ1bnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiZwoQTGlzdFJ1bnNSZXNwb25zZRIjCgRydW5zGAEgAygLMhUuZW5ncmFtLnYyLlJ1blN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhUKDXRvdGFsX3Zpc2libGUYAyABKA0iNwoOTGlua1J1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDWxpbmtlZF9ydW5faWQYAiABKAkiRQoPTGlua1J1blJlc3BvbnNlEg4KBmxpbmtlZBgBIAEoCBIiCgVzY29wZRgCIAEoCzITLmVuZ3JhbS52Mi5SdW5TY29wZSI5ChBVbmxpbmtSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIVCg1saW5rZWRfcnVuX2lkGAIgASgJIkkKEVVubGlua1J1blJlc3BvbnNlEhAKCHVubGlua2VkGAEgASgIEiIKBXNjb3BlGAIgASgLMhMuZW5ncmFtLnYyLlJ1blNjb3BlIiIKEERlbGV0ZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIiQKEURlbGV0ZVJ1blJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgimQEKGUdldENvbnRleHRTbmFwc2hvdFJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEiMKFmluY2x1ZGVfd29ya2luZ19tZW1vcnkYAiABKAhIAIgBARIaCg1pbmNsdWRlX2dvYWxzGAMgASgISAGIAQFCGQoXX2luY2x1ZGVfd29ya2luZ19tZW1vcnlCEAoOX2luY2x1ZGVfZ29hbHMiSgoaR2V0Q29udGV4dFNuYXBzaG90UmVzcG9uc2USLAoIc25hcHNob3QYASABKAsyGi5lbmdyYW0udjIuQ29udGV4dFNuYXBzaG90IpMCCgpSdW5TdW1tYXJ5Eg4KBnJ1bl9pZBgBIAEoCRITCgtlbnRyeV9jb3VudBgCIAEoDRI8CgxlbnRyeV9jb3VudHMYAyADKAsyJi5lbmdyYW0udjIuUnVuU3VtbWFyeS5FbnRyeUNvdW50c0VudHJ5EhYKDmxpbmtlZF9ydW5faWRzGAQgAygJEhEKCWFnZW50X2lkcxgFIAMoCRISCgpjcmVhdGVkX2F0GAYgASgJEhgKEGxhc3RfYWN0aXZpdHlfYXQYByABKAkSFQoNc2Vzc2lvbl9waGFzZRgIIAEoCRoyChBFbnRyeUNvdW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoDToCOAEiMgoIUnVuU2NvcGUSDgoGcnVuX2lkGAEgASgJEhYKDmxpbmtlZF9ydW5faWRzGAIgAygJItABCg9Db250ZXh0U25hcHNob3QSDgoGcnVuX2lkGAEgASgJEjAKDndvcmtpbmdfbWVtb3J5GAIgASgLMhguZW5ncmFtLnYyLldvcmtpbmdNZW1vcnkSKwoJYXR0ZW50aW9uGAMgAygLMhguZW5ncmFtLnYyLkF0dGVudGlvbkl0ZW0SHgoFZ29hbHMYBCADKAsyDy5lbmdyYW0udjIuR29hbBIYChBsYXN0X2FjdGl2aXR5X2F0GAUgASgJEhQKDGdlbmVyYXRlZF9hdBgGIAEoCSJiCg1Xb3JraW5nTWVtb3J5EiYKCXZhcmlhYmxlcxgBIAMoCzITLmVuZ3JhbS52Mi5WYXJpYWJsZRIpCgdlbnRyaWVzGAIgAygLMhguZW5ncmFtLnYyLlF1ZXJ5RXZpZGVuY2UiSAoNQXR0ZW50aW9uSXRlbRIOCgZyZWFzb24YASABKAkSJwoFZW50cnkYAiABKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZTK0BAoLUnVuc1NlcnZpY2USXQoITGlzdFJ1bnMSGi5lbmdyYW0udjIuTGlzdFJ1bnNSZXF1ZXN0GhsuZW5ncmFtLnYyLkxpc3RSdW5zUmVzcG9uc2UiGILT5JMCEhIQL3YyL2NvbnRyb2wvcnVucxJiCgdMaW5rUnVuEhkuZW5ncmFtLnYyLkxpbmtSdW5SZXF1ZXN0GhouZW5ncmFtLnYyLkxpbmtSdW5SZXNwb25zZSIggtPkkwIaOgEqIhUvdjIvY29udHJvbC9ydW5zL2xpbmsSagoJVW5saW5rUnVuEhsuZW5ncmFtLnYyLlVubGlua1J1blJlcXVlc3QaHC5lbmdyYW0udjIuVW5saW5rUnVuUmVzcG9uc2UiIoLT5JMCHDoBKiIXL3YyL2NvbnRyb2wvcnVucy91bmxpbmsSaQoJRGVsZXRlUnVuEhsuZW5ncmFtLnYyLkRlbGV0ZVJ1blJlcXVlc3QaHC5lbmdyYW0udjIuRGVsZXRlUnVuUmVzcG9uc2UiIYLT5JMCGzoBKiIWL3YyL2NvbnRyb2wvZGVsZXRlX3J1bhKKAQoSR2V0Q29udGV4dFNuYXBzaG90EiQuZW5ncmFtLnYyLkdldENvbnRleHRTbmFwc2hvdFJlcXVlc3QaJS5lbmdyYW0udjIuR2V0Q29udGV4dFNuYXBzaG90UmVzcG9uc2UiJ4LT5JMCIToBKiIcL3YyL2NvbnRyb2wvY29udGV4dC9zbmFwc2hvdGIGcHJvdG8z", [file_engram_v2_memory_service, file_engram_v2_planning_service, file_google_api_annotations]);
+  fileDesc("ChxlbmdyYW0vdjIvcnVuc19zZXJ2aWNlLnByb3RvEgllbmdyYW0udjIiNAoPTGlzdFJ1bnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiZwoQTGlzdFJ1bnNSZXNwb25zZRIjCgRydW5zGAEgAygLMhUuZW5ncmFtLnYyLlJ1blN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhUKDXRvdGFsX3Zpc2libGUYAyABKA0iNwoOTGlua1J1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDWxpbmtlZF9ydW5faWQYAiABKAkiRQoPTGlua1J1blJlc3BvbnNlEg4KBmxpbmtlZBgBIAEoCBIiCgVzY29wZRgCIAEoCzITLmVuZ3JhbS52Mi5SdW5TY29wZSI5ChBVbmxpbmtSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIVCg1saW5rZWRfcnVuX2lkGAIgASgJIkkKEVVubGlua1J1blJlc3BvbnNlEhAKCHVubGlua2VkGAEgASgIEiIKBXNjb3BlGAIgASgLMhMuZW5ncmFtLnYyLlJ1blNjb3BlIiIKEERlbGV0ZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIo0BChFEZWxldGVSdW5SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIEjgKBmVyYXNlZBgCIAMoCzIoLmVuZ3JhbS52Mi5EZWxldGVSdW5SZXNwb25zZS5FcmFzZWRFbnRyeRotCgtFcmFzZWRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBIpkBChlHZXRDb250ZXh0U25hcHNob3RSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIjChZpbmNsdWRlX3dvcmtpbmdfbWVtb3J5GAIgASgISACIAQESGgoNaW5jbHVkZV9nb2FscxgDIAEoCEgBiAEBQhkKF19pbmNsdWRlX3dvcmtpbmdfbWVtb3J5QhAKDl9pbmNsdWRlX2dvYWxzIkoKGkdldENvbnRleHRTbmFwc2hvdFJlc3BvbnNlEiwKCHNuYXBzaG90GAEgASgLMhouZW5ncmFtLnYyLkNvbnRleHRTbmFwc2hvdCKTAgoKUnVuU3VtbWFyeRIOCgZydW5faWQYASABKAkSEwoLZW50cnlfY291bnQYAiABKA0SPAoMZW50cnlfY291bnRzGAMgAygLMiYuZW5ncmFtLnYyLlJ1blN1bW1hcnkuRW50cnlDb3VudHNFbnRyeRIWCg5saW5rZWRfcnVuX2lkcxgEIAMoCRIRCglhZ2VudF9pZHMYBSADKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIYChBsYXN0X2FjdGl2aXR5X2F0GAcgASgJEhUKDXNlc3Npb25fcGhhc2UYCCABKAkaMgoQRW50cnlDb3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBIjIKCFJ1blNjb3BlEg4KBnJ1bl9pZBgBIAEoCRIWCg5saW5rZWRfcnVuX2lkcxgCIAMoCSLQAQoPQ29udGV4dFNuYXBzaG90Eg4KBnJ1bl9pZBgBIAEoCRIwCg53b3JraW5nX21lbW9yeRgCIAEoCzIYLmVuZ3JhbS52Mi5Xb3JraW5nTWVtb3J5EisKCWF0dGVudGlvbhgDIAMoCzIYLmVuZ3JhbS52Mi5BdHRlbnRpb25JdGVtEh4KBWdvYWxzGAQgAygLMg8uZW5ncmFtLnYyLkdvYWwSGAoQbGFzdF9hY3Rpdml0eV9hdBgFIAEoCRIUCgxnZW5lcmF0ZWRfYXQYBiABKAkiYgoNV29ya2luZ01lbW9yeRImCgl2YXJpYWJsZXMYASADKAsyEy5lbmdyYW0udjIuVmFyaWFibGUSKQoHZW50cmllcxgCIAMoCzIYLmVuZ3JhbS52Mi5RdWVyeUV2aWRlbmNlIkgKDUF0dGVudGlvbkl0ZW0SDgoGcmVhc29uGAEgASgJEicKBWVudHJ5GAIgASgLMhguZW5ncmFtLnYyLlF1ZXJ5RXZpZGVuY2UytAQKC1J1bnNTZXJ2aWNlEl0KCExpc3RSdW5zEhouZW5ncmFtLnYyLkxpc3RSdW5zUmVxdWVzdBobLmVuZ3JhbS52Mi5MaXN0UnVuc1Jlc3BvbnNlIhiC0+STAhISEC92Mi9jb250cm9sL3J1bnMSYgoHTGlua1J1bhIZLmVuZ3JhbS52Mi5MaW5rUnVuUmVxdWVzdBoaLmVuZ3JhbS52Mi5MaW5rUnVuUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YyL2NvbnRyb2wvcnVucy9saW5rEmoKCVVubGlua1J1bhIbLmVuZ3JhbS52Mi5VbmxpbmtSdW5SZXF1ZXN0GhwuZW5ncmFtLnYyLlVubGlua1J1blJlc3BvbnNlIiKC0+STAhw6ASoiFy92Mi9jb250cm9sL3J1bnMvdW5saW5rEmkKCURlbGV0ZVJ1bhIbLmVuZ3JhbS52Mi5EZWxldGVSdW5SZXF1ZXN0GhwuZW5ncmFtLnYyLkRlbGV0ZVJ1blJlc3BvbnNlIiGC0+STAhs6ASoiFi92Mi9jb250cm9sL2RlbGV0ZV9ydW4SigEKEkdldENvbnRleHRTbmFwc2hvdBIkLmVuZ3JhbS52Mi5HZXRDb250ZXh0U25hcHNob3RSZXF1ZXN0GiUuZW5ncmFtLnYyLkdldENvbnRleHRTbmFwc2hvdFJlc3BvbnNlIieC0+STAiE6ASoiHC92Mi9jb250cm9sL2NvbnRleHQvc25hcHNob3RiBnByb3RvMw", [file_engram_v2_memory_service, file_engram_v2_planning_service, file_google_api_annotations]);
 
 /**
  * Request of ListRuns. Over HTTP the fields are query parameters, e.g.
@@ -25,7 +25,7 @@ export const file_engram_v2_runs_service: GenFile = /*@__PURE__*/
  */
 export type ListRunsRequest = Message<"engram.v2.ListRunsRequest"> & {
   /**
-   * Engram design: page size; default 50 when 0, clamped to [1, 500].
+   * Engram design: page size; default 50 when 0, at most 500.
    *
    * @generated from field: uint32 limit = 1;
    */
@@ -228,6 +228,17 @@ export type DeleteRunResponse = Message<"engram.v2.DeleteRunResponse"> & {
    * @generated from field: bool deleted = 1;
    */
   deleted: boolean;
+
+  /**
+   * Engram design: the erasure receipt — how many records of each kind the
+   * deletion removed: `entries` (hidden at once, purged in the background),
+   * `jobs`, `outcomes` (run and step outcomes), `links`, `agents`,
+   * `handoffs`, `control_sessions`, `variables`, `concepts`, `goals`,
+   * `actions`, `cycles`. Kinds with nothing to remove read 0.
+   *
+   * @generated from field: map<string, uint32> erased = 2;
+   */
+  erased: { [key: string]: number };
 };
 
 /**
@@ -309,7 +320,8 @@ export type RunSummary = Message<"engram.v2.RunSummary"> & {
   runId: string;
 
   /**
-   * Memory entries stored in the run.
+   * Memory entries the caller stored in the run (superseded ones included;
+   * entries of a deleted run are gone).
    *
    * @generated from field: uint32 entry_count = 2;
    */
@@ -325,37 +337,37 @@ export type RunSummary = Message<"engram.v2.RunSummary"> & {
   entryCounts: { [key: string]: number };
 
   /**
-   * Runs linked under this run (see LinkRun).
+   * Runs linked under this run (see LinkRun), in link order.
    *
    * @generated from field: repeated string linked_run_ids = 4;
    */
   linkedRunIds: string[];
 
   /**
-   * Agents that wrote to or registered in the run, in order of first
-   * appearance.
+   * Agents whose entries are in the run (the entries' `agent_id`), in order
+   * of first appearance.
    *
    * @generated from field: repeated string agent_ids = 5;
    */
   agentIds: string[];
 
   /**
-   * RFC 3339 time of the run's first write.
+   * RFC 3339 time of the run's oldest entry.
    *
    * @generated from field: string created_at = 6;
    */
   createdAt: string;
 
   /**
-   * RFC 3339 time of the run's latest write.
+   * RFC 3339 time of the run's newest entry: the order of the listing.
    *
    * @generated from field: string last_activity_at = 7;
    */
   lastActivityAt: string;
 
   /**
-   * Phase of the run's control session (`active` or `closed`, see
-   * SessionsService); empty when the run has none.
+   * Phase of the caller's control session of the run (`active`,
+   * `closing` or `closed`, see SessionsService); empty when it has none.
    *
    * @generated from field: string session_phase = 8;
    */
@@ -532,8 +544,15 @@ export const AttentionItemSchema: GenMessage<AttentionItem> = /*@__PURE__*/
  */
 export const RunsService: GenService<{
   /**
-   * Lists the caller's runs, most recently active first. Errors:
-   * INVALID_ARGUMENT (a `page_token` that is malformed).
+   * Lists the caller's runs, most recently active first (ties by run id),
+   * with their entry counts, agents, last activity and links. A run is
+   * listed while it holds at least one memory entry of the caller's; admins
+   * list their own runs too. Engram design: the listing reads a small
+   * in-memory summary per owner and run (entry counts by type, agents, the
+   * newest entry), kept current with every committed write and rebuilt from
+   * LMDB at start-up, so a page costs time in the number of the caller's
+   * runs, never in the number of entries. Errors: INVALID_ARGUMENT (a
+   * `page_token` that is malformed).
    *
    * @generated from rpc engram.v2.RunsService.ListRuns
    */
@@ -543,11 +562,15 @@ export const RunsService: GenService<{
     output: typeof ListRunsResponseSchema;
   },
   /**
-   * Links a child run to a parent run, so that Query with
-   * `include_linked_runs` on the parent also searches the child (one level:
-   * the child's own links are not followed). Linking is idempotent, and
-   * neither run needs to hold data yet. Errors: INVALID_ARGUMENT (empty
-   * `run_id` or `linked_run_id`, or both equal).
+   * Links a child run to a parent run, so that Query, GetContext and Reflect
+   * with `include_linked_runs` on the parent also read the child (one level:
+   * the child's own links are not followed). Links are the caller's own: they
+   * join two of the caller's run ids, and another user's links never apply.
+   * Linking is idempotent, and neither run needs to hold data yet. Emits
+   * `run.linked` when the link is new. Engram design: a run may have at most
+   * 100 linked runs. Errors: INVALID_ARGUMENT (empty `run_id` or
+   * `linked_run_id`, either over 256 bytes, or both equal),
+   * RESOURCE_EXHAUSTED (the run already has 100 linked runs).
    *
    * @generated from rpc engram.v2.RunsService.LinkRun
    */
@@ -558,8 +581,9 @@ export const RunsService: GenService<{
   },
   /**
    * Removes the link from `run_id` to `linked_run_id`. Removing a link that
-   * does not exist is not an error: `unlinked` is then false. Errors:
-   * INVALID_ARGUMENT (empty `run_id` or `linked_run_id`).
+   * does not exist is not an error: `unlinked` is then false. Emits
+   * `run.unlinked` when a link was removed. Errors: INVALID_ARGUMENT (empty
+   * `run_id` or `linked_run_id`, either over 256 bytes, or both equal).
    *
    * @generated from rpc engram.v2.RunsService.UnlinkRun
    */

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/sessions_service.proto.
  */
 export const file_engram_v2_sessions_service: GenFile = /*@__PURE__*/
-  fileDesc("CiBlbmdyYW0vdjIvc2Vzc2lvbnNfc2VydmljZS5wcm90bxIJZW5ncmFtLnYyIoUBChtDcmVhdGVDb250cm9sU2Vzc2lvblJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhsKE2F1dG9fcmVnaXN0ZXJfYWdlbnQYBCABKAgSEgoKcHJvamVjdF9pZBgFIAEoCSJbChxDcmVhdGVDb250cm9sU2Vzc2lvblJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSKgoHc2Vzc2lvbhgCIAEoCzIZLmVuZ3JhbS52Mi5Db250cm9sU2Vzc2lvbiIuChhHZXRDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJHChlHZXRDb250cm9sU2Vzc2lvblJlc3BvbnNlEioKB3Nlc3Npb24YASABKAsyGS5lbmdyYW0udjIuQ29udHJvbFNlc3Npb24iSgoaQ2xvc2VDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIYChByZWZsZWN0X29uX2Nsb3NlGAIgASgIIogBChtDbG9zZUNvbnRyb2xTZXNzaW9uUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIqCgdzZXNzaW9uGAIgASgLMhkuZW5ncmFtLnYyLkNvbnRyb2xTZXNzaW9uEhEKCXJlZmxlY3RlZBgDIAEoCBIZChFsZXNzb25zX2V4dHJhY3RlZBgEIAEoDSLlAQoOQ29udHJvbFNlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSDQoFcGhhc2UYBCABKAkSDgoGc3RhdHVzGAUgASgJEhMKC2Rlc2NyaXB0aW9uGAYgASgJEhIKCnByb2plY3RfaWQYByABKAkSEgoKY3JlYXRlZF9hdBgIIAEoCRIRCgljbG9zZWRfYXQYCSABKAkSFAoMaW5nZXN0X2NvdW50GAogASgNEhgKEGxhc3RfYWN0aXZpdHlfYXQYCyABKAkytwMKD1Nlc3Npb25zU2VydmljZRKPAQoUQ3JlYXRlQ29udHJvbFNlc3Npb24SJi5lbmdyYW0udjIuQ3JlYXRlQ29udHJvbFNlc3Npb25SZXF1ZXN0GicuZW5ncmFtLnYyLkNyZWF0ZUNvbnRyb2xTZXNzaW9uUmVzcG9uc2UiJoLT5JMCIDoBKiIbL3YyL2NvbnRyb2wvc2Vzc2lvbnMvY3JlYXRlEoMBChFHZXRDb250cm9sU2Vzc2lvbhIjLmVuZ3JhbS52Mi5HZXRDb250cm9sU2Vzc2lvblJlcXVlc3QaJC5lbmdyYW0udjIuR2V0Q29udHJvbFNlc3Npb25SZXNwb25zZSIjgtPkkwIdOgEqIhgvdjIvY29udHJvbC9zZXNzaW9ucy9nZXQSiwEKE0Nsb3NlQ29udHJvbFNlc3Npb24SJS5lbmdyYW0udjIuQ2xvc2VDb250cm9sU2Vzc2lvblJlcXVlc3QaJi5lbmdyYW0udjIuQ2xvc2VDb250cm9sU2Vzc2lvblJlc3BvbnNlIiWC0+STAh86ASoiGi92Mi9jb250cm9sL3Nlc3Npb25zL2Nsb3NlYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("CiBlbmdyYW0vdjIvc2Vzc2lvbnNfc2VydmljZS5wcm90bxIJZW5ncmFtLnYyIoUBChtDcmVhdGVDb250cm9sU2Vzc2lvblJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhsKE2F1dG9fcmVnaXN0ZXJfYWdlbnQYBCABKAgSEgoKcHJvamVjdF9pZBgFIAEoCSJbChxDcmVhdGVDb250cm9sU2Vzc2lvblJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSKgoHc2Vzc2lvbhgCIAEoCzIZLmVuZ3JhbS52Mi5Db250cm9sU2Vzc2lvbiIuChhHZXRDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSJHChlHZXRDb250cm9sU2Vzc2lvblJlc3BvbnNlEioKB3Nlc3Npb24YASABKAsyGS5lbmdyYW0udjIuQ29udHJvbFNlc3Npb24iSgoaQ2xvc2VDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIYChByZWZsZWN0X29uX2Nsb3NlGAIgASgIIp8BChtDbG9zZUNvbnRyb2xTZXNzaW9uUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBIqCgdzZXNzaW9uGAIgASgLMhkuZW5ncmFtLnYyLkNvbnRyb2xTZXNzaW9uEhEKCXJlZmxlY3RlZBgDIAEoCBIZChFsZXNzb25zX2V4dHJhY3RlZBgEIAEoDRIVCg1jaGVja3BvaW50X2lkGAUgASgJIoICCg5Db250cm9sU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRINCgVwaGFzZRgEIAEoCRIOCgZzdGF0dXMYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSEgoKcHJvamVjdF9pZBgHIAEoCRISCgpjcmVhdGVkX2F0GAggASgJEhEKCWNsb3NlZF9hdBgJIAEoCRIUCgxpbmdlc3RfY291bnQYCiABKA0SGAoQbGFzdF9hY3Rpdml0eV9hdBgLIAEoCRIbChNmaW5hbF9jaGVja3BvaW50X2lkGAwgASgJMrcDCg9TZXNzaW9uc1NlcnZpY2USjwEKFENyZWF0ZUNvbnRyb2xTZXNzaW9uEiYuZW5ncmFtLnYyLkNyZWF0ZUNvbnRyb2xTZXNzaW9uUmVxdWVzdBonLmVuZ3JhbS52Mi5DcmVhdGVDb250cm9sU2Vzc2lvblJlc3BvbnNlIiaC0+STAiA6ASoiGy92Mi9jb250cm9sL3Nlc3Npb25zL2NyZWF0ZRKDAQoRR2V0Q29udHJvbFNlc3Npb24SIy5lbmdyYW0udjIuR2V0Q29udHJvbFNlc3Npb25SZXF1ZXN0GiQuZW5ncmFtLnYyLkdldENvbnRyb2xTZXNzaW9uUmVzcG9uc2UiI4LT5JMCHToBKiIYL3YyL2NvbnRyb2wvc2Vzc2lvbnMvZ2V0EosBChNDbG9zZUNvbnRyb2xTZXNzaW9uEiUuZW5ncmFtLnYyLkNsb3NlQ29udHJvbFNlc3Npb25SZXF1ZXN0GiYuZW5ncmFtLnYyLkNsb3NlQ29udHJvbFNlc3Npb25SZXNwb25zZSIlgtPkkwIfOgEqIhovdjIvY29udHJvbC9zZXNzaW9ucy9jbG9zZWIGcHJvdG8z", [file_google_api_annotations]);
 
 /**
  * Request of CreateControlSession.
@@ -35,7 +35,7 @@ export type CreateControlSessionRequest = Message<"engram.v2.CreateControlSessio
   agentId: string;
 
   /**
-   * Optional free-text description.
+   * Optional free-text description (at most 1 MiB).
    *
    * @generated from field: string description = 3;
    */
@@ -50,8 +50,9 @@ export type CreateControlSessionRequest = Message<"engram.v2.CreateControlSessio
   autoRegisterAgent: boolean;
 
   /**
-   * Optional project whose agent definitions the session works with; must
-   * name a project of the caller.
+   * Optional project the session works with. Engram design: recorded as
+   * given; projects (ResourcesService) are not built yet, so it is not
+   * checked.
    *
    * @generated from field: string project_id = 5;
    */
@@ -149,9 +150,9 @@ export type CloseControlSessionRequest = Message<"engram.v2.CloseControlSessionR
   sessionId: string;
 
   /**
-   * When true, Reflect runs on the run before the session closes, so its
-   * lessons are extracted while the context is fresh. Ignored when the
-   * session is already closed.
+   * When true, Reflect runs on the run as part of the close, so its lessons
+   * are extracted while the context is fresh; its lessons commit with the
+   * close.
    *
    * @generated from field: bool reflect_on_close = 2;
    */
@@ -179,7 +180,7 @@ export type CloseControlSessionResponse = Message<"engram.v2.CloseControlSession
   success: boolean;
 
   /**
-   * The session after the call.
+   * The session after the call (phase `closed`).
    *
    * @generated from field: engram.v2.ControlSession session = 2;
    */
@@ -193,11 +194,20 @@ export type CloseControlSessionResponse = Message<"engram.v2.CloseControlSession
   reflected: boolean;
 
   /**
-   * Engram design: lessons the reflection stored; 0 when none ran.
+   * Engram design: lessons the reflection stored as new lessons (merges into
+   * existing lessons not counted); 0 when none ran.
    *
    * @generated from field: uint32 lessons_extracted = 4;
    */
   lessonsExtracted: number;
+
+  /**
+   * Engram design: reference id of the final checkpoint (`chk_…`), readable
+   * with Dereference; the same as the session's `final_checkpoint_id`.
+   *
+   * @generated from field: string checkpoint_id = 5;
+   */
+  checkpointId: string;
 };
 
 /**
@@ -235,7 +245,7 @@ export type ControlSession = Message<"engram.v2.ControlSession"> & {
   agentId: string;
 
   /**
-   * `active` or `closed` (see SessionsService).
+   * `active`, `closing` or `closed` (see SessionsService).
    *
    * @generated from field: string phase = 4;
    */
@@ -270,28 +280,38 @@ export type ControlSession = Message<"engram.v2.ControlSession"> & {
   createdAt: string;
 
   /**
-   * RFC 3339 time the session was closed; empty while `active`.
+   * RFC 3339 time the session was closed; empty until `closed`.
    *
    * @generated from field: string closed_at = 9;
    */
   closedAt: string;
 
   /**
-   * Memory writes into the run while the session was active: Remember
-   * calls, accepted Ingest jobs (deduplicated repeats excluded) and
-   * BatchInsert calls.
+   * Entries written to the run since the session was created (every kind:
+   * Remember, ingest jobs, BatchInsert, archive blocks, checkpoints,
+   * activity, lessons) and still stored; for a closed session, those written
+   * before its close began (the final checkpoint and the close's own
+   * reflection are not counted).
    *
    * @generated from field: uint32 ingest_count = 10;
    */
   ingestCount: number;
 
   /**
-   * RFC 3339 time of the latest write to the run while the session was
-   * active; `created_at` when there was none.
+   * RFC 3339 time of the latest of those entries; `created_at` when there
+   * was none.
    *
    * @generated from field: string last_activity_at = 11;
    */
   lastActivityAt: string;
+
+  /**
+   * Engram design: reference id of the final checkpoint written by the
+   * close (`chk_…`); empty until `closed`.
+   *
+   * @generated from field: string final_checkpoint_id = 12;
+   */
+  finalCheckpointId: string;
 };
 
 /**
@@ -304,31 +324,58 @@ export const ControlSessionSchema: GenMessage<ControlSession> = /*@__PURE__*/
 /**
  * SessionsService manages control sessions: a server-side record that
  * brackets an agent's work in one run, with its phase, ingest count and last
- * activity.
+ * activity. A control session is not a core transactional session
+ * (`/v2/core/session/*`, CoreService) and not a run: it is a record about a
+ * run.
  *
  * Engram design: a session's id is its run's id (`session_id` equals
  * `run_id`), so the id returned by CreateControlSession can be passed as
  * `session_id` to Remember/Recall and as `run_id` to every other route. A
- * run has at most one session. Sessions belong to the caller; another
- * user's sessions answer NOT_FOUND.
+ * run has at most one control session, ever: a closed session is not
+ * reopened, and another session needs another run. Sessions belong to the
+ * caller; another user's sessions (and runs of the same name) answer
+ * NOT_FOUND and are never touched. DeleteRun deletes the run's session.
  *
- * Phases:
+ * Phases and transitions:
  *
- * - `active`: set by CreateControlSession. The session counts the run's
- *   ingests and tracks its last activity.
- * - `closed`: set by CloseControlSession; final. The run's memory stays
- *   readable and writable, but the session's counters and
- *   `last_activity_at` no longer change. Deleting the run deletes its
- *   session.
+ *     (none) --CreateControlSession--> active
+ *     active --CloseControlSession--> closing --(commit)--> closed
+ *     closing --(the close fails: nothing is stored)--> active
+ *
+ * - `active`: set by CreateControlSession. Memory writes into the run are
+ *   accepted and counted.
+ * - `closing`: while a CloseControlSession call works (it reads the run's
+ *   recent context, embeds the final checkpoint and, when asked, reflects).
+ *   Not stored: a close cut off by a restart left nothing behind and the
+ *   session reads `active` again. Writes into the run are already refused.
+ * - `closed`: final. The close committed, in one transaction: the final
+ *   checkpoint entry, the lessons of the reflection (when asked) and the
+ *   phase. The run's memory stays readable (query, recall, context,
+ *   activity, export, dereference) and its learning loop stays open
+ *   (Reflect, RecordOutcome and the lesson routes: an outcome often arrives
+ *   after the work ended), but new memory is refused (see below).
+ *
+ * Writes into the run of a `closing` or `closed` session are refused with
+ * ABORTED (HTTP 409) naming the session, on Remember (by `session_id`),
+ * Ingest, BatchInsert, ArchiveBlock, Checkpoint, AppendActivity,
+ * RecordStepOutcome, RegisterAgent, CreateHandoff, SetVariable,
+ * DefineConcept and AddGoal (by `run_id`). Engram design: ABORTED, not
+ * FAILED_PRECONDITION, because the HTTP mapping of FAILED_PRECONDITION is 400
+ * and a write into a closed session is a conflict with the session's state,
+ * not a malformed request. A write accepted before the close began may still
+ * be stored after it (an ingest job queued earlier, a Remember in flight); it
+ * is kept but not counted in `ingest_count`.
  *
  * @generated from service engram.v2.SessionsService
  */
 export const SessionsService: GenService<{
   /**
-   * Creates a session in phase `active` for a new run (generated id) or for
-   * the given `run_id`. Emits `session.created`. Errors: ALREADY_EXISTS (the
-   * run already has a session, active or closed), NOT_FOUND (`project_id`
-   * names no project of the caller).
+   * Creates a control session in phase `active` for a new run (generated
+   * id) or for the given `run_id`. Entries the run already held are not
+   * counted. Emits `session.created`. Errors: INVALID_ARGUMENT (an id over
+   * 256 bytes, NUL or an unpaired surrogate in an id; the field is named),
+   * ALREADY_EXISTS (the run already has a control session, active or
+   * closed).
    *
    * @generated from rpc engram.v2.SessionsService.CreateControlSession
    */
@@ -338,9 +385,9 @@ export const SessionsService: GenService<{
     output: typeof CreateControlSessionResponseSchema;
   },
   /**
-   * Returns a session with its phase, ingest count and last activity.
-   * Errors: INVALID_ARGUMENT (empty `session_id`), NOT_FOUND (no such
-   * session of the caller).
+   * Returns a control session with its phase, ingest count and last
+   * activity. Errors: INVALID_ARGUMENT (empty `session_id`), NOT_FOUND (no
+   * such session of the caller).
    *
    * @generated from rpc engram.v2.SessionsService.GetControlSession
    */
@@ -350,11 +397,19 @@ export const SessionsService: GenService<{
     output: typeof GetControlSessionResponseSchema;
   },
   /**
-   * Closes a session (phase `closed`), first reflecting on the run when
-   * `reflect_on_close` is set; the call answers after the reflection.
-   * Closing a closed session succeeds and changes nothing (no second
-   * reflection). Emits `session.closed`. Errors: INVALID_ARGUMENT (empty
-   * `session_id`), NOT_FOUND (no such session of the caller).
+   * Closes an `active` control session. Closing writes a final checkpoint
+   * entry (label `session_close`, importance `high`) holding the session's
+   * summary and the run's most recent entries (at most 50, at most 2,000
+   * tokens, oldest first; older checkpoints left out), with those entries as
+   * its lineage; with `reflect_on_close` it first reflects on the run (as
+   * Reflect with only `run_id`, evidence read before the checkpoint exists).
+   * The checkpoint, the reflection's lessons and the phase `closed` commit
+   * in one transaction: if any part fails, nothing is stored and the
+   * session is `active` again. The call answers once the close is durable.
+   * Emits `session.closed` (after the checkpoint's `entry.created` and the
+   * reflection's events). Errors: INVALID_ARGUMENT (empty `session_id`),
+   * NOT_FOUND (no such session of the caller), ABORTED (HTTP 409: the
+   * session is already `closed`, or another close of it is in progress).
    *
    * @generated from rpc engram.v2.SessionsService.CloseControlSession
    */

@@ -9,6 +9,7 @@ import type { LearningChanges } from "../../learning/learning-changes.js";
 import type { OutcomeStore } from "../../learning/outcome-store.js";
 import type { Outcomes } from "../../learning/outcomes.js";
 import type { Reflector } from "../../learning/reflection.js";
+import type { RunLinks } from "../../runs/run-links.js";
 import { insightHandlers } from "./insights.js";
 import { lessonHandlers } from "./lessons.js";
 import { listingHandlers } from "./listing.js";
@@ -24,11 +25,13 @@ export interface LearningDeps {
   readonly reflector: Reflector;
   readonly outcomes: Outcomes;
   readonly outcomeStore: OutcomeStore;
+  /** Links between the caller's runs: what reflect's `include_linked_runs` adds. */
+  readonly runLinks: RunLinks;
 }
 
 export function learningService(deps: LearningDeps): ServiceImpl<typeof LearningService> {
   return {
-    ...reflectHandlers({ entries: deps.entries, reflector: deps.reflector }),
+    ...reflectHandlers({ entries: deps.entries, reflector: deps.reflector, runLinks: deps.runLinks }),
     ...lessonHandlers({ storage: deps.storage, entries: deps.entries, changes: deps.changes, learning: deps.learning }),
     ...listingHandlers({ entries: deps.entries, catalog: deps.index.catalog }),
     ...outcomeHandlers(deps.outcomes),

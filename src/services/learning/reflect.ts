@@ -2,13 +2,13 @@
 // learning domain's Reflector.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { LearningService, Lesson, LessonSchema } from "../../../gen/engram/v2/learning_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
 import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import { IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, type EntryStore } from "../../storage/entry-store.js";
 import type { CandidateLesson } from "../../learning/evidence.js";
 import type { Reflector } from "../../learning/reflection.js";
+import type { RunLinks } from "../../runs/run-links.js";
 import { bounded, content, oneOf, required } from "../memory/validate.js";
 import { clampedConfidence } from "./confidence.js";
 
@@ -18,14 +18,11 @@ type Handlers = Pick<ServiceImpl<typeof LearningService>, "reflect">;
 const MAX_CALLER_LESSONS = 100;
 const MAX_CONDITIONS = 32;
 
-export function reflectHandlers(deps: { entries: EntryStore; reflector: Reflector }): Handlers {
+export function reflectHandlers(deps: { entries: EntryStore; reflector: Reflector; runLinks: RunLinks }): Handlers {
   return {
     async reflect(req, ctx) {
       const caller = callerOf(ctx);
       const runId = required("run_id", req.runId);
-      if (req.includeLinkedRuns) {
-        throw new ConnectError("include_linked_runs: run linking is not available yet; reflect on one run at a time", Code.FailedPrecondition);
-      }
       const batchConfidence = req.confidence === undefined ? 1 : clampedConfidence("confidence", req.confidence);
       const callerLessons = callerLessonsOf(req.lessons, batchConfidence);
       let after;
@@ -36,6 +33,8 @@ export function reflectHandlers(deps: { entries: EntryStore; reflector: Reflecto
       const reflection = await deps.reflector.reflect({
         owner: caller.userId,
         runId,
+        // The caller's own runs linked under this one (one level): their evidence is read too.
+        linkedRunIds: req.includeLinkedRuns ? deps.runLinks.linkedRuns(caller.userId, runId) : [],
         after,
         stepId: bounded("step_id", req.stepId),
         lastNItems: Math.max(0, req.lastNItems),

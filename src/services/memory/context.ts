@@ -9,6 +9,9 @@ import { isStaleRecord } from "../../storage/entry-store.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry, evidenceOfHit, type EvidenceInit } from "./evidence.js";
 import { readableScopes, retrieve } from "./retrieve.js";
+import { withinLanes } from "../../memory/scoped-search.js";
+import { narrowEntryTypes } from "../../coordination/agent-access.js";
+import { handoffView } from "../coordination/coordination-views.js";
 import { BUDGETS, bounded, clampLimit, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "getContext">;
@@ -17,6 +20,8 @@ const MODES = ["full", "summary", "sections"] as const;
 const FORMATS = ["structured", "compact"] as const;
 /** Candidates retrieved per section the block may hold, so every section can be filled best-first. */
 const CANDIDATES_PER_SECTION_SLOT = 7;
+/** Open handoffs addressed to the asking agent that a context lists; ListHandoffs pages through all. */
+const MAX_PENDING_HANDOFFS = 20;
 
 interface Candidate {
   readonly id: string;
@@ -57,15 +62,19 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
           sections.push(section);
         }
       }
-      // Agents cannot register yet, so no agent has read scopes to apply (see GetContextRequest.agent_id).
-      bounded("agent_id", req.agentId);
+      // A registered agent reads through its lanes and read scopes (see GetContextRequest.agent_id).
+      const agentId = bounded("agent_id", req.agentId);
+      const owner = callerOf(ctx).userId;
+      const view = deps.agents.readView(owner, runId, agentId);
       const limitPerSection = clampLimit(req.limit, 5, 50);
       const question = {
-        runIds: [runId],
+        // The run, then the caller's links under it (one level); each is scoped like run_id (own data, grants).
+        runIds: deps.runLinks.runsToSearch(callerOf(ctx).userId, runId, req.includeLinkedRuns),
         text: req.query,
         vector: undefined,
         userId: bounded("user_id", req.userId),
-        entryTypes: entryTypeFilter("entry_types", req.entryTypes),
+        entryTypes: narrowEntryTypes(entryTypeFilter("entry_types", req.entryTypes), view),
+        lanes: view?.lanes,
         laneFilter: bounded("lane_filter", req.laneFilter),
         time: timeBounds(req.minTimestamp, req.maxTimestamp),
         includeWorkingMemory: req.includeWorkingMemory ?? true,
@@ -111,6 +120,7 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
         exactReferencesSurfaced: assembled.exactReferencesSurfaced,
         emptyReason: assembled.emptyReason === "" && recencyFallback ? "recency_fallback" : assembled.emptyReason,
         requestedTokenBudget: assembled.requestedTokenBudget,
+        pendingHandoffs: agentId === "" ? [] : deps.handoffs.openFor(owner, runId, agentId, MAX_PENDING_HANDOFFS).map(handoffView),
       };
     },
   };
@@ -120,7 +130,7 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
 function newest(
   deps: MemoryDeps,
   ctx: Parameters<Handlers["getContext"]>[1],
-  q: { runIds: readonly string[]; userId: string; entryTypes: ReturnType<typeof entryTypeFilter>; laneFilter: string; time: { min: number | undefined; max: number | undefined }; includeWorkingMemory: boolean },
+  q: { runIds: readonly string[]; userId: string; entryTypes: ReturnType<typeof entryTypeFilter>; laneFilter: string; time: { min: number | undefined; max: number | undefined }; includeWorkingMemory: boolean; lanes: ReadonlySet<string> | undefined },
   limit: number,
 ): Candidate[] {
   const caller = callerOf(ctx);
@@ -132,7 +142,7 @@ function newest(
     minTimestamp: q.time.min,
     maxTimestamp: q.time.max,
   });
-  const scopes = readableScopes(deps.acl, caller, q.runIds);
+  const scopes = withinLanes(readableScopes(deps.acl, caller, q.runIds), q.lanes);
   const inScope = catalog.scopeMatcher(scopes, undefined);
   const lists = scopes.map((scope) => catalog.runSeqs(scope.owner, scope.runId));
   // Lists are ascending; one run (the usual case) is read backwards without copying.

@@ -6,6 +6,9 @@ import type { EntryWriter } from "../../memory/entry-writer.js";
 import type { IngestQueue } from "../../memory/ingest-queue.js";
 import type { Answerer } from "./answering.js";
 import type { AccessControl } from "../../acl/access-control.js";
+import type { AgentRegistry } from "../../coordination/agent-registry.js";
+import type { Handoffs } from "../../coordination/handoffs.js";
+import type { RunLinks } from "../../runs/run-links.js";
 
 export interface MemoryDeps {
   readonly entries: EntryStore;
@@ -18,4 +21,10 @@ export interface MemoryDeps {
   readonly logger: Logger;
   /** Whether the direct-bypass query mode is open (SERVICE_CORE_ENABLE_DIRECT_SEARCH). */
   readonly directSearchEnabled: boolean;
+  /** Agents registered in runs: the lanes and scopes a named `agent_id` may write and read. */
+  readonly agents: AgentRegistry;
+  /** Handoffs between agents: GetContext shows an agent the open ones addressed to it. */
+  readonly handoffs: Handoffs;
+  /** Links between the caller's runs: what `include_linked_runs` adds to a read. */
+  readonly runLinks: RunLinks;
 }

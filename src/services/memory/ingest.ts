@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { BatchInsertItemResult, MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
-import { notFound } from "../../platform/errors.js";
+import { notFound, permissionDenied } from "../../platform/errors.js";
 import type { IngestJobRecord } from "../../memory/ingest-queue.js";
 import type { EntryToWrite } from "../../memory/entry-writer.js";
 import { DuplicateFinder, dedupKey } from "../../memory/batch-dedupe.js";
@@ -53,6 +53,11 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       const agentId = bounded("agent_id", req.agentId);
       checkItemCount(req.items.length);
       const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, dims()));
+      const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
+      items.forEach((item, i) => {
+        const refusal = mayWrite(item.entry);
+        if (refusal !== undefined) throw permissionDenied(`items[${i}].${refusal.field}: ${refusal.reason}`);
+      });
       const { job, deduplicated } = await deps.ingest.accept(
         caller.userId,
         runId,
@@ -71,10 +76,14 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       checkItemCount(req.items.length);
       const results: Omit<BatchInsertItemResult, "$typeName">[] = [];
       const valid: { at: number; item: EntryToWrite }[] = [];
+      const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
       req.items.forEach((raw, i) => {
         const itemId = raw.itemId || `item-${i}`;
         try {
-          valid.push({ at: i, item: batchItem(raw, i, caller.userId, runId, agentId, dims()) });
+          const item = batchItem(raw, i, caller.userId, runId, agentId, dims());
+          const refusal = mayWrite(item.entry);
+          if (refusal !== undefined) throw permissionDenied(`items[${i}].${refusal.field}: ${refusal.reason}`);
+          valid.push({ at: i, item });
           results.push({ itemId, success: true, entryId: "", error: "", deduplicated: false });
         } catch (e: unknown) {
           if (!(e instanceof ConnectError)) throw e;

@@ -1,9 +1,11 @@
 // POST /v2/control/query: routed retrieval with an answer, or plain semantic search in direct-bypass mode.
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { invalidArgument, permissionDenied, quoted } from "../../platform/errors.js";
 import type { LlmFallback } from "../../retrieval/answerer.js";
 import { parseEnvTag, type EnvTag } from "../../retrieval/env-tags.js";
+import { callerOf } from "../../auth/principal.js";
+import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve, type Retrieved } from "./retrieve.js";
@@ -28,19 +30,11 @@ export function envTagList(field: string, values: readonly string[]): EnvTag[] {
   });
 }
 
-function refuseLinkedRuns(includeLinkedRuns: boolean): void {
-  if (!includeLinkedRuns) return;
-  throw new ConnectError(
-    "include_linked_runs: run linking is not available yet (RunsService.LinkRun is not implemented), so no run has linked runs; omit it or send false",
-    Code.FailedPrecondition,
-  );
-}
-
 function routingSummary(budget: string, result: Retrieved, answer: string, agentId: string): string {
   const parts = [`budget ${budget}: ${result.sparseCandidates} lexical and ${result.denseCandidates} vector candidates, ${result.candidatesConsidered} fused`];
   if (result.vectorSkipped !== "") parts.push("vector search skipped: the query could not be embedded");
   parts.push(`answer ${answer}`);
-  if (agentId !== "") parts.push(`asked by agent "${agentId}" (no read scopes: agents cannot register yet)`);
+  if (agentId !== "") parts.push(`asked by agent "${agentId}"`);
   return parts.join("; ");
 }
 
@@ -51,8 +45,8 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
       const query = content("query", req.query);
       const mode = oneOf("mode", req.mode, MODES, "agent_routed");
       oneOf("direct_lane", req.directLane, DIRECT_LANES, "semantic_search");
-      refuseLinkedRuns(req.includeLinkedRuns);
       const agentId = bounded("agent_id", req.agentId);
+      const view = deps.agents.readView(callerOf(ctx).userId, runId, agentId);
       const envTags = envTagList("env_tags", req.envTags);
       if (mode === "direct_bypass" && !deps.directSearchEnabled) {
         throw permissionDenied("direct_bypass queries are disabled; set SERVICE_CORE_ENABLE_DIRECT_SEARCH=true to allow them");
@@ -60,12 +54,15 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
       const rankBy = oneOf("rank_by", req.rankBy, RANK_BY, "relevance");
       const budget = oneOf("budget", req.budget, BUDGETS, "mid");
       const direct = mode === "direct_bypass";
+      const consultedRuns = deps.runLinks.runsToSearch(callerOf(ctx).userId, runId, req.includeLinkedRuns);
       const result = await retrieve(deps.index, deps.acl, ctx, {
-        runIds: [runId],
+        // The run, then the caller's links under it (one level); each is scoped like run_id (own data, grants).
+        runIds: consultedRuns,
         text: query,
         vector: callerVector("embedding", req.embedding, deps.index.embedder.dimensions),
         userId: bounded("user_id", req.userId),
-        entryTypes: entryTypeFilter("entry_types", req.entryTypes),
+        entryTypes: narrowEntryTypes(entryTypeFilter("entry_types", req.entryTypes), view),
+        lanes: view?.lanes,
         laneFilter: bounded("lane_filter", req.laneFilter),
         time: timeBounds(req.minTimestamp, req.maxTimestamp),
         includeWorkingMemory: req.includeWorkingMemory ?? true,
@@ -94,7 +91,7 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
         evidence: result.hits.map((hit) => evidenceOfHit(hit, req.explain, rankBy)),
         citations: answer.citations,
         degraded: result.vectorSkipped !== "" || answer.fallback !== "",
-        consultedRuns: [runId],
+        consultedRuns,
         routingSummary: routingSummary(budget, result, answerHow, agentId),
       };
     },

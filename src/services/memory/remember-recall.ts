@@ -2,7 +2,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
+import { permissionDenied } from "../../platform/errors.js";
 import { IMPORTANCE_LEVELS, LESSON_SCOPES, newEntry } from "../../storage/entry-store.js";
+import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
@@ -23,6 +25,8 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const intent = oneOf("intent", req.intent, INTENTS, "fact");
       const scope = oneOf("lesson_scope", req.lessonScope, LESSON_SCOPES, "session");
       const occurrence = unixSeconds("occurrence_time", req.occurrenceTime);
+      const refusal = deps.agents.writeCheck(caller.userId, sessionId, req.agentId)({ lane: "", entryType: intent });
+      if (refusal !== undefined) throw permissionDenied(`${refusal.field === "lane" ? "lane" : "intent"}: ${refusal.reason}`);
       const [written] = await deps.writer.write(
         [
           {
@@ -57,12 +61,14 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const sessionId = required("session_id", req.sessionId);
       bounded("user_id", req.userId);
       const query = content("query", req.query);
+      const view = deps.agents.readView(callerOf(ctx).userId, sessionId, bounded("agent_id", req.agentId));
       const result = await retrieve(deps.index, deps.acl, ctx, {
         runIds: [sessionId],
         text: query,
         vector: undefined,
         userId: req.userId,
-        entryTypes: entryTypeFilter("entry_types", req.entryTypes),
+        entryTypes: narrowEntryTypes(entryTypeFilter("entry_types", req.entryTypes), view),
+        lanes: view?.lanes,
         laneFilter: bounded("lane_filter", req.laneFilter),
         time: timeBounds(req.minTimestamp, req.maxTimestamp),
         includeWorkingMemory: true,

@@ -1,6 +1,7 @@
-// RunsService: the context snapshot of a run and run deletion. Run listing and links come with a later issue.
+// RunsService: listing the caller's runs, linking and unlinking them, the context snapshot of a run and run deletion.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RunsService } from "../../../gen/engram/v2/runs_service_pb.js";
+import type { Goal, Variable } from "../../../gen/engram/v2/planning_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
 import { notFound } from "../../platform/errors.js";
 import type { EntryRecord } from "../../storage/entry-store.js";
@@ -9,6 +10,9 @@ import { evidenceOfEntry } from "../memory/evidence.js";
 import { required } from "../memory/validate.js";
 import { modeOf } from "../../retrieval/search-engine.js";
 import type { RunDeletion } from "../../memory/run-deletion.js";
+import type { RunDirectory } from "../../runs/run-directory.js";
+import type { RunLinks } from "../../runs/run-links.js";
+import { listRuns, linkedPair } from "./run-listing.js";
 
 const ATTENTION_LIMIT = 10;
 const WORKING_MEMORY_LIMIT = 50;
@@ -18,14 +22,36 @@ type Reason = "latest_checkpoint" | "active_rule" | "important_lesson" | "recent
 export interface RunsDeps {
   readonly memory: MemoryDeps;
   readonly deletion: RunDeletion;
+  readonly directory: RunDirectory;
+  readonly links: RunLinks;
+  /** Phase of the owner's control session of a run, if it has one. */
+  readonly sessionPhase: (owner: number, runId: string) => string | undefined;
+  /** The run's open goals and its variables (the planning routes), for the context snapshot. */
+  readonly planOf: (owner: number, runId: string) => { goals: Goal[]; variables: Variable[] };
 }
 
-export function runsService({ memory: deps, deletion }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
+export function runsService({ memory: deps, deletion, directory, links, sessionPhase, planOf }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
   return {
+    listRuns(req, ctx) {
+      return listRuns({ directory, links, sessionPhase }, callerOf(ctx).userId, req);
+    },
+
+    async linkRun(req, ctx) {
+      const { runId, linkedRunId } = linkedPair(req);
+      const { scope } = await links.link(callerOf(ctx).userId, runId, linkedRunId);
+      return { linked: true, scope: { runId: scope.runId, linkedRunIds: [...scope.linkedRunIds] } };
+    },
+
+    async unlinkRun(req, ctx) {
+      const { runId, linkedRunId } = linkedPair(req);
+      const { removed, scope } = await links.unlink(callerOf(ctx).userId, runId, linkedRunId);
+      return { unlinked: removed, scope: { runId: scope.runId, linkedRunIds: [...scope.linkedRunIds] } };
+    },
+
     async deleteRun(req, ctx) {
       const caller = callerOf(ctx);
       const result = await deletion.deleteRun(caller.userId, required("run_id", req.runId));
-      return { deleted: result.deleted };
+      return { deleted: result.deleted, erased: result.erased };
     },
 
     getContextSnapshot(req, ctx) {
@@ -33,7 +59,8 @@ export function runsService({ memory: deps, deletion }: RunsDeps): Partial<Servi
       const runId = required("run_id", req.runId);
       const { catalog } = deps.index;
       const seqs = catalog.runSeqs(isAdmin(caller) ? undefined : caller.userId, runId);
-      if (seqs.length === 0) throw notFound(`run "${runId}"`);
+      const plan = planOf(caller.userId, runId);
+      if (seqs.length === 0 && plan.goals.length === 0 && plan.variables.length === 0) throw notFound(`run "${runId}"`);
       // Newest first, current entries only.
       const current: EntryRecord[] = [];
       for (let i = seqs.length - 1; i >= 0; i--) {
@@ -62,11 +89,10 @@ export function runsService({ memory: deps, deletion }: RunsDeps): Partial<Servi
           workingMemory:
             req.includeWorkingMemory === false
               ? { variables: [], entries: [] }
-              : { variables: [], entries: workingMemory.map((e) => evidenceOfEntry(e, 1, "working_memory")) },
+              : { variables: plan.variables, entries: workingMemory.map((e) => evidenceOfEntry(e, 1, "working_memory")) },
           attention: attention.map((a) => ({ reason: a.reason, entry: evidenceOfEntry(a.entry, a.weight, modeOf(a.entry)) })),
-          // Goals belong to the planning routes, built by a later issue; none can exist yet.
-          goals: [],
-          lastActivityAt: new Date(catalog.createdAt(seqs[seqs.length - 1] as number)).toISOString(),
+          goals: plan.goals,
+          lastActivityAt: seqs.length === 0 ? "" : new Date(catalog.createdAt(seqs[seqs.length - 1] as number)).toISOString(),
           generatedAt: new Date().toISOString(),
         },
       };

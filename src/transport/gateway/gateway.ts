@@ -113,6 +113,8 @@ export class HttpGateway {
       return;
     }
     const { binding, pathParams } = match;
+    // Every answer of a deprecated RPC (`option deprecated = true`), success or error, says so.
+    if (binding.method.deprecated) res.setHeader("deprecation", "true");
     // A removed route answers `gone` whatever its body, so the body is not read; nor is one sent with GET or DELETE.
     const removed = isRemovedRpc(binding.method);
     const readsBody = !removed && verb !== "GET" && verb !== "DELETE";
