@@ -3,9 +3,9 @@
 // the lanes and scopes a registered agent writes and reads through, two-user isolation, events, and all-or-nothing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
-import { createUser } from "./harness/users.js";
-import { TRANSPORTS, callerFor, grpcStream, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
+import { TRANSPORTS, callerFor, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, ingestAndWait, ok } from "./harness/memory.js";
+import { CallerPool, freshUsers } from "./harness/caller-pool.js";
 
 const C = {
   list: "engram.v2.CoordinationService/ListAgents",
@@ -19,37 +19,14 @@ const SUBSCRIBE = "engram.v2.EventsService/Subscribe";
 const ENV = { SERVICE_EMBEDDER: "hashed" };
 
 let server: TestServer;
-let opened = new Map<TransportName, Caller>();
-let userCount = 0;
 
-function on(transport: TransportName): Caller {
-  let caller = opened.get(transport);
-  if (caller === undefined) {
-    caller = callerFor(transport, server.baseUrl, server.port);
-    opened.set(transport, caller);
-  }
-  return caller;
-}
+const pool = new CallerPool(() => server);
+const on = (transport: TransportName): Caller => pool.on(transport);
 
-async function fresh(name: string): Promise<string> {
-  return createUser(server.baseUrl, server.adminKey, `${name}-${++userCount}`);
-}
-
-/** ListHandoffs is not a route of the spec, so the REST harness does not know it: REST calls it by path here. */
-async function call(c: Caller, rpc: string, request: JsonObject, key: string): Promise<CallResult> {
-  if (c.transport !== "rest" || rpc !== C.handoffs) return c.call(rpc, request, key);
-  const response = await fetch(`${server.baseUrl}/v2/control/handoffs`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(request),
-  });
-  const json = (await response.json()) as JsonObject;
-  if (response.ok) return { code: "ok", message: "", body: json, status: response.status };
-  return { code: String(json["code"]), message: String(json["message"]), body: {}, status: response.status };
-}
+const fresh = freshUsers(() => server);
 
 async function okCall(c: Caller, rpc: string, request: JsonObject, key: string): Promise<JsonObject> {
-  const r = await call(c, rpc, request, key);
+  const r = await c.call(rpc, request, key);
   expect(r.code, `${rpc}: ${r.message}`).toBe("ok");
   return r.body;
 }
@@ -67,8 +44,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const caller of opened.values()) caller.close();
-  opened = new Map();
+  pool.close();
   await server.close();
 });
 
@@ -189,8 +165,8 @@ describe.each(TRANSPORTS)("agents over %s", (transport) => {
     const token = String(page1["next_page_token"]);
     const page2 = await okCall(c, C.handoffs, { run_id: "h1", from_agent_id: "planner", limit: 1, page_token: token }, key);
     expect(list(page2, "handoffs").map((h) => h["task_id"])).toEqual(["T-2"]);
-    expectInvalid(await call(c, C.handoffs, { run_id: "h1", limit: 1, page_token: token }, key), "page_token");
-    expectInvalid(await call(c, C.handoffs, { run_id: "h1", statuses: ["lost"] }, key), "statuses[0]");
+    expectInvalid(await c.call(C.handoffs, { run_id: "h1", limit: 1, page_token: token }, key), "page_token");
+    expectInvalid(await c.call(C.handoffs, { run_id: "h1", statuses: ["lost"] }, key), "statuses[0]");
   });
 
   it("refuses bad handoffs and feedback naming the field, and unknown handoffs with NOT_FOUND", async () => {

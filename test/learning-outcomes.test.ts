@@ -4,9 +4,9 @@
 // step outcomes replace by step, every change reaches the owner's event stream only, and deletion is immediate.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
-import { createUser } from "./harness/users.js";
-import { TRANSPORTS, callerFor, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
+import { TRANSPORTS, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, idsOf, ingestAndWait, ok } from "./harness/memory.js";
+import { CallerPool, freshUsers } from "./harness/caller-pool.js";
 
 const L = {
   reflect: "engram.v2.LearningService/Reflect",
@@ -25,21 +25,12 @@ const OVERLAY_MODES = new Set(["lesson_overlay", "rule_overlay"]);
 const ENV = { SERVICE_EMBEDDER: "hashed" };
 
 let server: TestServer;
-let opened = new Map<TransportName, Caller>();
-let userCount = 0;
 
-function on(transport: TransportName): Caller {
-  let caller = opened.get(transport);
-  if (caller === undefined) {
-    caller = callerFor(transport, server.baseUrl, server.port);
-    opened.set(transport, caller);
-  }
-  return caller;
-}
+const pool = new CallerPool(() => server);
+const on = (transport: TransportName): Caller => pool.on(transport);
 
 function closeCallers(): void {
-  for (const caller of opened.values()) caller.close();
-  opened = new Map();
+  pool.close();
 }
 
 async function restart(): Promise<void> {
@@ -59,10 +50,7 @@ afterAll(async () => {
 });
 
 /** A user of its own per test: the validation gate merges a user's similar lessons across runs. */
-function fresh(name: string): Promise<string> {
-  userCount++;
-  return createUser(server.baseUrl, server.adminKey, `${name}-${userCount}`);
-}
+const fresh = freshUsers(() => server);
 
 interface LessonOptions {
   readonly lesson_type?: string;

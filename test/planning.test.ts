@@ -4,9 +4,9 @@
 // the events of every change, and all or nothing under a failure injected at every write.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
-import { createUser } from "./harness/users.js";
-import { TRANSPORTS, callerFor, connectCaller, grpcStream, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
+import { TRANSPORTS, connectCaller, grpcStream, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, ok } from "./harness/memory.js";
+import { CallerPool, freshUsers } from "./harness/caller-pool.js";
 
 const P = {
   setVar: "engram.v2.PlanningService/SetVariable",
@@ -28,32 +28,20 @@ const SUBSCRIBE = "engram.v2.EventsService/Subscribe";
 const ENV = { SERVICE_EMBEDDER: "hashed" };
 
 let server: TestServer;
-let opened = new Map<TransportName, Caller>();
-let userCount = 0;
 
-function on(transport: TransportName): Caller {
-  let caller = opened.get(transport);
-  if (caller === undefined) {
-    caller = callerFor(transport, server.baseUrl, server.port);
-    opened.set(transport, caller);
-  }
-  return caller;
-}
+const pool = new CallerPool(() => server);
+const on = (transport: TransportName): Caller => pool.on(transport);
 
 beforeAll(async () => {
   server = await startTestServer(ENV);
 });
 
 afterAll(async () => {
-  for (const caller of opened.values()) caller.close();
-  opened = new Map();
+  pool.close();
   await server.close();
 });
 
-function fresh(name: string): Promise<string> {
-  userCount++;
-  return createUser(server.baseUrl, server.adminKey, `${name}-${userCount}`);
-}
+const fresh = freshUsers(() => server);
 
 /** uint64 fields are JSON strings on REST/Connect and strings from the gRPC test client: compare as numbers. */
 function num(value: unknown): number {

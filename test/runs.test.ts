@@ -5,8 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
-import { TRANSPORTS, callerFor, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
+import { TRANSPORTS, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, idsOf, ok } from "./harness/memory.js";
+import { CallerPool } from "./harness/caller-pool.js";
 
 const RUNS = {
   list: "engram.v2.RunsService/ListRuns",
@@ -18,21 +19,13 @@ const SUBSCRIBE = "engram.v2.EventsService/Subscribe";
 const ENV = { SERVICE_EMBEDDER: "hashed" };
 
 let server: TestServer;
-let opened = new Map<TransportName, Caller>();
 let users = 0;
 
-function on(transport: TransportName): Caller {
-  let caller = opened.get(transport);
-  if (caller === undefined) {
-    caller = callerFor(transport, server.baseUrl, server.port);
-    opened.set(transport, caller);
-  }
-  return caller;
-}
+const pool = new CallerPool(() => server);
+const on = (transport: TransportName): Caller => pool.on(transport);
 
 function closeCallers(): void {
-  for (const caller of opened.values()) caller.close();
-  opened = new Map();
+  pool.close();
 }
 
 async function newUser(name: string): Promise<string> {
