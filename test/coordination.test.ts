@@ -400,3 +400,25 @@ describe("all or nothing", () => {
     }
   });
 });
+
+describe.each(TRANSPORTS)("write scopes on archive, checkpoint and activity append over %s", (transport) => {
+  it("refuse an agent whose write_scopes exclude the entry type, and admit one whose scopes include it", async () => {
+    const c = on(transport);
+    const key = await fresh("scoped-writes");
+    const run = "scoped-writes";
+    await ok(c, C.register, { run_id: run, agent_id: "notes-only", write_scopes: ["fact"] }, key);
+    await ok(c, C.register, { run_id: run, agent_id: "archivist", write_scopes: ["archive_block", "checkpoint", "trace"] }, key);
+    const writes: [string, JsonObject][] = [
+      [RPC.archive, { run_id: run, content: "diff --git a/x b/x" }],
+      [RPC.checkpoint, { run_id: run, context_snapshot: "the window so far" }],
+      ["engram.v2.MemoryService/AppendActivity", { run_id: run, activity: { type: "tool_call", payload: "{}" } }],
+    ];
+    for (const [rpc, request] of writes) {
+      const refused = await c.call(rpc, { ...request, agent_id: "notes-only" }, key);
+      expect([rpc, refused.code]).toEqual([rpc, "permission_denied"]);
+      await ok(c, rpc, { ...request, agent_id: "archivist" }, key);
+      // An agent not registered in the run is not restricted.
+      await ok(c, rpc, { ...request, agent_id: "visitor" }, key);
+    }
+  });
+});

@@ -25,6 +25,8 @@ import {
 import { ActivityTotals } from "../../memory/activity/activity-totals.js";
 import { decodePageToken, encodePageToken } from "../../memory/activity/page-token.js";
 import { bounded, content, entryTypeFilter, required } from "./validate.js";
+import type { MemoryDeps } from "./deps.js";
+import { mayWrite } from "./archive.js";
 
 export { MAX_EXPORT_CHARS, MAX_EXPORT_ENTRIES };
 
@@ -47,6 +49,8 @@ export interface ActivityDeps {
   readonly events?: EventBus;
   /** When given, a listing of one run also shows the entries of that run's other owners who granted the caller read. */
   readonly acl?: AccessControl;
+  /** When given, the run's registered agents, whose write scopes AppendActivity checks. */
+  readonly agents?: MemoryDeps["agents"];
 }
 
 type FilterFields = Pick<ListActivityRequest, "runId" | "userId" | "agentId" | "entryTypes" | "createdAfter" | "createdBefore" | "sort">;
@@ -187,6 +191,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       const type = bounded("activity.type", required("activity.type", activity.type));
       const payload = content("activity.payload", activity.payload);
       const agentId = activity.agentId !== "" ? bounded("activity.agent_id", activity.agentId) : bounded("agent_id", req.agentId);
+      if (deps.agents !== undefined) mayWrite({ agents: deps.agents }, caller.userId, runId, agentId, "trace");
       const occurredAt = activity.ts === "" ? Date.now() : parseRfc3339("activity.ts", activity.ts);
       const record = await write(
         newEntry({

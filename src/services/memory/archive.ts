@@ -4,8 +4,8 @@ import { createHash } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
-import { IMPORTANCE_LEVELS, newEntry } from "../../storage/entry-store.js";
-import { invalidArgument } from "../../platform/errors.js";
+import { IMPORTANCE_LEVELS, newEntry, type EntryType } from "../../storage/entry-store.js";
+import { invalidArgument, permissionDenied } from "../../platform/errors.js";
 import { countTokens } from "../../retrieval/context/token-counter.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry } from "./evidence.js";
@@ -24,6 +24,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
     async archiveBlock(req, ctx) {
       const caller = callerOf(ctx);
       const runId = required("run_id", req.runId);
+      mayWrite(deps, caller.userId, runId, req.agentId, "archive_block");
       const text = content("content", req.content);
       const family = bounded("family", req.family);
       const entry = newEntry({
@@ -72,6 +73,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
     async checkpoint(req, ctx) {
       const caller = callerOf(ctx);
       const runId = required("run_id", req.runId);
+      mayWrite(deps, caller.userId, runId, req.agentId, "checkpoint");
       const snapshot = content("context_snapshot", req.contextSnapshot);
       const entry = newEntry({
         owner: caller.userId,
@@ -112,4 +114,10 @@ function sourceEntryIds(deps: MemoryDeps, owner: number, ids: readonly string[])
       }),
     ),
   ];
+}
+
+/** A registered agent may write only the entry types of its `write_scopes`; PERMISSION_DENIED otherwise. */
+export function mayWrite(deps: Pick<MemoryDeps, "agents">, owner: number, runId: string, agentId: string, entryType: EntryType): void {
+  const refusal = deps.agents.writeCheck(owner, runId, bounded("agent_id", agentId))({ lane: "", entryType });
+  if (refusal !== undefined) throw permissionDenied(`${refusal.field === "lane" ? "lane" : "agent_id"}: ${refusal.reason}`);
 }

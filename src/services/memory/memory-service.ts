@@ -23,6 +23,7 @@ export function memoryService(deps: MemoryDeps, events: EventBus): ServiceImpl<t
       entries: deps.entries,
       events,
       acl: deps.acl,
+      agents: deps.agents,
       write: async (entry) => {
         const [written] = await deps.writer.write([{ entry }], "activity");
         if (written === undefined) throw new Error("write returned no entry");
