@@ -144,7 +144,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const changes = new EntryChanges(storage, entries, index, events);
   const learning = new LearningChanges(entries, index, events);
   const outcomeStore = new OutcomeStore(storage);
-  // Every plane's records of a run go in delete_run's one transaction (core nodes: DELETE /v2/core/runs/{run_id}).
+  // Every plane's records of a run go in delete_run's one transaction.
   const runPlanes: RunPlanePurge[] = [
     (owner, runId) => ({ links: runLinks.forgetRunInTransaction(owner, runId) }),
     (owner, runId) => ({ agents: agentRegistry.deleteRunInTransaction(owner, runId), handoffs: handoffs.deleteRunInTransaction(owner, runId) }),
@@ -152,7 +152,14 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     (owner, runId) => ({ ...deletePlanningOfRun(storage, owner, runId) }),
   ];
   const planning = new Planning({ storage, entries, writer, events });
-  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore, runPlanes);
+  const coreEvents = new CoreEventBus();
+  const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);
+  const compactor = new Compactor(storage, logger);
+  const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
+  // The core data plane provides the deletion's transaction: its nodes of the run go with everything else.
+  const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore, runPlanes, (body) =>
+    core.commitWithRunPurge((purgeRunNodes) => body((owner, runId) => ({ core_nodes: purgeRunNodes(owner, runId) }))),
+  );
   const builtinExtractor = new BuiltinExtractor();
   const reflector = new Reflector({
     storage,
@@ -168,10 +175,6 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(SessionsService, sessionsService(new ControlSessions({ storage, entries, store: controlSessionStore, writer, reflector, events })));
   router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore, runLinks }));
   router.service(EventsService, eventsService(events));
-  const coreEvents = new CoreEventBus();
-  const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);
-  const compactor = new Compactor(storage, logger);
-  const core = new CoreData({ storage, dataDir: config.dataDir, embedder, bus: coreEvents, acl, logger });
   router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, directory: runDirectory, links: runLinks, sessionPhase: (owner, runId) => controlSessionStore.phaseOf(owner, runId),
     planOf: (owner, runId) => ({ goals: goalsOfRun(planning, owner, runId), variables: variablesOfRun(planning, owner, runId) }),
   }));

@@ -9,12 +9,12 @@ import { ok } from "./harness/memory.js";
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ SERVICE_CORE_ALLOW_ALL: "true" });
 });
 afterAll(async () => server.close());
 
 /** Writes something of the run into every plane; returns the ids needed to look for it afterwards. */
-async function fillRun(c: Caller, key: string, run: string): Promise<{ handoff: string }> {
+async function fillRun(c: Caller, key: string, run: string): Promise<{ handoff: string; node: string }> {
   await ok(c, "engram.v2.SessionsService/CreateControlSession", { run_id: run, agent_id: "planner" }, key);
   await ok(c, "engram.v2.MemoryService/BatchInsert", { run_id: run, items: [{ text: "The ledger export runs at 02:00.", entry_type: "fact" }] }, key);
   await ok(c, "engram.v2.LearningService/RecordStepOutcome", { run_id: run, step_id: "s1", outcome: "success" }, key);
@@ -31,7 +31,8 @@ async function fillRun(c: Caller, key: string, run: string): Promise<{ handoff: 
   await ok(c, "engram.v2.PlanningService/SetVariable", { run_id: run, name: "attempts", value_json: "3" }, key);
   await ok(c, "engram.v2.PlanningService/DefineConcept", { run_id: run, name: "ledger", definition: "The books of record." }, key);
   await ok(c, "engram.v2.PlanningService/AddGoal", { run_id: run, description: "Ship the export" }, key);
-  return { handoff: String(handoff["handoff_id"]) };
+  const node = await ok(c, "engram.v2.CoreService/InsertNode", { run_id: run, text: "a node of the run" }, key);
+  return { handoff: String(handoff["handoff_id"]), node: String(node["node_id"]) };
 }
 
 describe.each(TRANSPORTS)("delete_run over %s", (transport) => {
@@ -40,8 +41,8 @@ describe.each(TRANSPORTS)("delete_run over %s", (transport) => {
     const alice = await createUser(server.baseUrl, server.adminKey, `alice-${transport}`);
     const bob = await createUser(server.baseUrl, server.adminKey, `bob-${transport}`);
     const run = "erase-me";
-    await fillRun(c, alice, run);
-    await fillRun(c, bob, run);
+    const alices = await fillRun(c, alice, run);
+    const bobs = await fillRun(c, bob, run);
 
     const deleted = await ok(c, "engram.v2.RunsService/DeleteRun", { run_id: run }, alice);
     expect(deleted["deleted"]).toBe(true);
@@ -54,6 +55,7 @@ describe.each(TRANSPORTS)("delete_run over %s", (transport) => {
       variables: 1,
       concepts: 1,
       goals: 1,
+      core_nodes: 1,
     });
     expect(Number((deleted["erased"] as JsonObject)["entries"])).toBeGreaterThanOrEqual(2);
 
@@ -70,13 +72,15 @@ describe.each(TRANSPORTS)("delete_run over %s", (transport) => {
     // The idempotency key went with the outcome: the same key applies anew.
     const again = await ok(c, "engram.v2.LearningService/RecordOutcome", { run_id: run, outcome: "success", idempotency_key: `${run}-done` }, alice);
     expect(again["deduplicated"]).toBe(false);
+    expect((await c.call("engram.v2.CoreService/GetNode", { id: alices.node }, alice)).code).toBe("not_found");
+    expect((await ok(c, "engram.v2.CoreService/GetNode", { id: bobs.node }, bob))["node"]).toBeDefined();
 
     // Bob's run of the same id is untouched.
     expect((await ok(c, "engram.v2.CoordinationService/ListAgents", { run_id: run }, bob))["agents"]).toHaveLength(2);
     expect((await ok(c, "engram.v2.PlanningService/ListVariables", { run_id: run }, bob))["variables"]).toHaveLength(1);
     expect((await ok(c, "engram.v2.SessionsService/GetControlSession", { session_id: run }, bob))["session"]).toBeDefined();
-    const bobs = await ok(c, "engram.v2.MemoryService/Query", { run_id: run, query: "ledger export" }, bob);
-    expect((bobs["evidence"] as JsonObject[]).length).toBeGreaterThan(0);
+    const bobsQuery = await ok(c, "engram.v2.MemoryService/Query", { run_id: run, query: "ledger export" }, bob);
+    expect((bobsQuery["evidence"] as JsonObject[]).length).toBeGreaterThan(0);
   });
 });
 

@@ -41,6 +41,7 @@ export class CoreData {
   readonly scratchpads: Scratchpads;
   readonly lifecycle: SessionLifecycle;
   readonly #commitDeps: Parameters<typeof commitSession>[0];
+  readonly #committer: CoreCommitter;
   readonly #nodes: NodeStore;
   readonly #sessions: SessionStore;
   readonly #storage: Storage;
@@ -58,6 +59,7 @@ export class CoreData {
     this.#sessions = sessions;
     this.index = new NodeIndex(options.dataDir, options.embedder, options.logger);
     const committer = new CoreCommitter(storage, nodes, this.index, options.bus, options.logger);
+    this.#committer = committer;
     const scratchpadStore = new ScratchpadStore(storage);
     this.writer = new NodeWriter({ storage, nodes, sessions, committer });
     this.search = new NodeSearch(nodes, this.index, sessions, acl);
@@ -78,6 +80,27 @@ export class CoreData {
 
   commit(caller: Principal, id: string, strategy: MergeStrategy): Promise<CommitOutcome> {
     return commitSession(this.#commitDeps, caller, id, strategy);
+  }
+
+  /**
+   * Runs `fn` in one core write transaction (see CoreCommitter.commit) with a way to remove every node an owner has
+   * in a run: a run's deletion removes its nodes in the same transaction as the rest of the run, and the node index
+   * and the node events follow the commit as for any core write.
+   */
+  commitWithRunPurge<T>(fn: (purgeRunNodes: (owner: number, runId: string) => number) => T): Promise<T> {
+    return this.#committer.commit((changes) =>
+      fn((owner, runId) => {
+        let removed = 0;
+        for (const id of this.#nodes.idsOfRun(owner, runId)) {
+          const record = this.#nodes.readStored(id);
+          if (record === undefined) continue;
+          this.#nodes.removeInTransaction(record);
+          changes.push({ kind: "node.delete", record });
+          removed++;
+        }
+        return removed;
+      }),
+    );
   }
 
   /**

@@ -19,6 +19,12 @@ const OUTCOME_SLICE = 5_000;
 /** Another plane's records of a run, removed inside the deletion's transaction; returns how many of each kind. */
 export type RunPlanePurge = (owner: number, runId: string) => Readonly<Record<string, number>>;
 
+/**
+ * Runs the deletion's one write transaction. A plane whose writes need work after the commit of its own (the core
+ * data plane's node index and events) provides the transaction and hands `body` its purge.
+ */
+export type DeletionTransaction = <T>(body: (purge: RunPlanePurge) => T) => Promise<T>;
+
 export interface RunDeletionResult {
   /** Whether the run held anything of the owner's. */
   readonly deleted: boolean;
@@ -43,9 +49,22 @@ export class RunDeletion {
   readonly #gate: BackgroundGate;
   readonly #outcomes: OutcomeStore;
   readonly #planes: readonly RunPlanePurge[];
+  readonly #transaction: DeletionTransaction;
 
-  constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, ingest: IngestQueue, events: EventBus, logger: Logger, gate: BackgroundGate, outcomes: OutcomeStore, planes: readonly RunPlanePurge[] = []) {
+  constructor(
+    storage: Storage,
+    entries: EntryStore,
+    index: MemoryIndex,
+    ingest: IngestQueue,
+    events: EventBus,
+    logger: Logger,
+    gate: BackgroundGate,
+    outcomes: OutcomeStore,
+    planes: readonly RunPlanePurge[] = [],
+    transaction?: DeletionTransaction,
+  ) {
     this.#planes = planes;
+    this.#transaction = transaction ?? ((body) => storage.transaction(() => body(() => ({}))));
     this.#gate = gate;
     this.#outcomes = outcomes;
     this.#storage = storage;
@@ -58,11 +77,11 @@ export class RunDeletion {
 
   /** Deletes everything the owner stored in the run's memory; durable and invisible to every read when it resolves. */
   async deleteRun(owner: number, runId: string): Promise<RunDeletionResult> {
-    const { maxSeq, jobs, outcomes: firstOutcomes, others } = await this.#storage.transaction(() => ({
+    const { maxSeq, jobs, outcomes: firstOutcomes, others } = await this.#transaction((purge) => ({
       maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
       jobs: this.#ingest.forgetRunInTransaction(owner, runId),
       outcomes: this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE),
-      others: this.#planes.map((purge) => purge(owner, runId)),
+      others: [...this.#planes, purge].map((plane) => plane(owner, runId)),
     }));
     let entries = 0;
     if (maxSeq !== undefined) {

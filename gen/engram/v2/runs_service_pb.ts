@@ -234,7 +234,7 @@ export type DeleteRunResponse = Message<"engram.v2.DeleteRunResponse"> & {
    * deletion removed: `entries` (hidden at once, purged in the background),
    * `jobs`, `outcomes` (run and step outcomes), `links`, `agents`,
    * `handoffs`, `control_sessions`, `variables`, `concepts`, `goals`,
-   * `actions`, `cycles`. Kinds with nothing to remove read 0.
+   * `actions`, `cycles`, `core_nodes`. Kinds with nothing to remove read 0.
    *
    * @generated from field: map<string, uint32> erased = 2;
    */
@@ -597,14 +597,18 @@ export const RunsService: GenService<{
    * (including lessons stored in the run with global scope), ingest jobs,
    * activity, archive blocks, checkpoints, variables, concepts, goals,
    * actions, registered agents, handoffs, feedback, outcomes, the control
-   * session and every link to or from the run. Core data-plane nodes of the
-   * run are not touched (see DELETE /v2/core/runs/{run_id}). Deleting a run
-   * that does not exist is not an error: `deleted` is then false. Emits
-   * `run.deleted`. Engram design: the run's entries disappear from every read
-   * the moment the call returns (one durable transaction writes a tombstone
-   * and drops the run's ingest jobs, including one being applied); their
-   * records, index terms and vectors are purged in the background in bounded
-   * slices, resuming after a restart. Only the caller's own data in the run
+   * session, every link to or from the run, and the run's core data-plane
+   * nodes (each announced as `node.deleted` to core subscribers). Deleting a
+   * run that does not exist is not an error: `deleted` is then false. Emits
+   * `run.deleted` with the erasure receipt. Engram design: everything goes in
+   * one durable transaction — a tombstone that hides the run's entries from
+   * every read the moment the call returns, the run's ingest jobs (including
+   * one being applied) and every other plane's records; the entries' records,
+   * index terms and vectors are then purged in the background in bounded
+   * slices, resuming after a restart. Entries of other runs derived from the
+   * run's entries (lessons, checkpoints) are marked `lineage_review:
+   * source_deleted` as the purge reaches their sources. Scratchpads belong to
+   * core sessions, not runs, and are not touched. Only the caller's own data in the run
    * is deleted, admins included. Errors: INVALID_ARGUMENT (empty `run_id`).
    *
    * @generated from rpc engram.v2.RunsService.DeleteRun
