@@ -55,6 +55,7 @@ import { CoordinationService } from "../gen/engram/v2/coordination_service_pb.js
 import { coordinationService } from "./services/coordination/coordination-service.js";
 import { AgentRegistry } from "./coordination/agent-registry.js";
 import { Handoffs } from "./coordination/handoffs.js";
+import { LivenessWatch } from "./coordination/liveness-watch.js";
 import { LearningService } from "../gen/engram/v2/learning_service_pb.js";
 import { learningService } from "./services/learning/learning-service.js";
 import { LearningChanges } from "./learning/learning-changes.js";
@@ -125,6 +126,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
   const agentRegistry = new AgentRegistry(storage, events);
+  const livenessWatch = new LivenessWatch(events, { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs }, (owner, runId, agentId) =>
+    agentRegistry.get(owner, runId, agentId) !== undefined,
+  );
+  livenessWatch.load(storage);
+  agentRegistry.watchWith(livenessWatch);
   const handoffs = new Handoffs(storage, events);
   const memoryDeps = {
     agents: agentRegistry,
@@ -212,6 +218,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   readiness.markReady();
   ingest.start();
   runDeletion.start();
+  livenessWatch.start();
 
   return {
     port: server.port,
@@ -230,6 +237,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     async close() {
       await server.close();
       await ingest.stop();
+      livenessWatch.stop();
       await runDeletion.stop();
       index.close();
       core.close();

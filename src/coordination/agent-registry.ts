@@ -10,6 +10,7 @@ import type { EntryType } from "../storage/entry-record.js";
 import { AGENT_RECORD_VERSION, decodeAgent, type AgentRecord } from "./agent-record.js";
 import { runEnd, runRange } from "./run-range.js";
 import { readViewOf, writeRefusal, type ReadView, type WriteIntent, type WriteRefusal } from "./agent-access.js";
+import type { LivenessWatch } from "./liveness-watch.js";
 
 /** Most agents one run may hold: a run's agent list is read whole by ListAgents pages and never grows without bound. */
 export const MAX_AGENTS_PER_RUN = 1000;
@@ -47,6 +48,8 @@ export class AgentRegistry {
   readonly #storage: Storage;
   readonly #events: EventBus;
   readonly #now: () => number;
+  /** Told of every committed registration and heartbeat, to announce liveness changes (see liveness-watch.ts). */
+  #watch: Pick<LivenessWatch, "seen"> | undefined;
 
   constructor(storage: Storage, events: EventBus, now: () => number = Date.now) {
     this.#storage = storage;
@@ -56,6 +59,10 @@ export class AgentRegistry {
 
   now(): number {
     return this.#now();
+  }
+
+  watchWith(watch: Pick<LivenessWatch, "seen">): void {
+    this.#watch = watch;
   }
 
   get(owner: number, runId: string, agentId: string): AgentRecord | undefined {
@@ -85,7 +92,7 @@ export class AgentRegistry {
         heartbeatAt: now,
       };
       agents.put(key, agent);
-      return { agent, created: existing === undefined };
+      return { agent, created: existing === undefined, previousHeartbeatAt: existing?.heartbeatAt };
     });
     this.#events.publish({
       type: "agent.registered",
@@ -94,7 +101,8 @@ export class AgentRegistry {
       agentId: reg.agentId,
       payload: JSON.stringify({ agent_id: reg.agentId, role: reg.role, status: reg.status, shared_memory_lanes: reg.lanes, created: result.created }),
     });
-    return result;
+    this.#watch?.seen(result.agent, result.previousHeartbeatAt);
+    return { agent: result.agent, created: result.created };
   }
 
   /** Records a heartbeat; undefined when the agent is not registered in the run. */
@@ -111,9 +119,10 @@ export class AgentRegistry {
         heartbeatAt: now,
       };
       this.#storage.dbs.agents.put(key, agent);
-      return { agent, previousStatus: existing.status };
+      return { agent, previousStatus: existing.status, previousHeartbeatAt: existing.heartbeatAt };
     });
     if (result === undefined) return undefined;
+    this.#watch?.seen(result.agent, result.previousHeartbeatAt);
     if (result.agent.status !== result.previousStatus) {
       this.#events.publish({
         type: "agent.status_changed",

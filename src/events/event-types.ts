@@ -19,6 +19,7 @@ export const CONTROL_EVENT_TYPES: readonly string[] = [
   "outcome.recorded",
   "step_outcome.recorded",
   "agent.registered",
+  "agent.liveness_changed",
   "agent.status_changed",
   "handoff.created",
   "feedback.created",

@@ -158,8 +158,13 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  *   `agent_id`, `role`, `status`, `shared_memory_lanes`, `created` (false
  *   for a re-registration).
  * - `agent.status_changed`: a heartbeat changed an agent's reported status:
- *   `agent_id`, `from`, `to`. Liveness (`active`, `idle`, `gone`) is derived
- *   when agents are read, so no event announces an agent going idle or gone.
+ *   `agent_id`, `from`, `to`.
+ * - `agent.liveness_changed`: an agent's liveness changed — it went `idle`
+ *   or `gone` as its last heartbeat aged past SERVICE_AGENT_IDLE_AFTER_MS or
+ *   SERVICE_AGENT_GONE_AFTER_MS, or became `active` again by a registration
+ *   or heartbeat: `agent_id`, `from`, `to`, `heartbeat_at`. Engram design:
+ *   checked every quarter of the shorter threshold (at least 10 ms, at most
+ *   15 s); a deleted run's agents are never announced.
  * - `handoff.created`: `handoff_id`, `task_id`, `from_agent_id`,
  *   `to_agent_id`, `requested_action`, `status` (`pending`).
  * - `feedback.created`: a handoff was answered: `feedback_id`, `handoff_id`,

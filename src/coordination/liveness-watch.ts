@@ -1,0 +1,104 @@
+// Announces agents going idle, gone or active again. Liveness is derived from the age of an agent's last heartbeat,
+// so nothing is written when it changes; this watch keeps the agents not yet gone in memory (loaded at start-up,
+// refreshed by every registration and heartbeat) and publishes `agent.liveness_changed` once per change.
+import type { EventBus } from "../events/event-bus.js";
+import type { Storage } from "../storage/database.js";
+import { decodeAgent, livenessOf, type AgentRecord, type Liveness, type LivenessThresholds } from "./agent-record.js";
+
+interface Watched {
+  readonly owner: number;
+  readonly runId: string;
+  readonly agentId: string;
+  heartbeatAt: number;
+  announced: Liveness;
+}
+
+/** How often liveness is checked: often enough to announce a change within a quarter of the shorter threshold. */
+function intervalOf(thresholds: LivenessThresholds): number {
+  return Math.min(15_000, Math.max(10, Math.floor(Math.min(thresholds.idleAfterMs, thresholds.goneAfterMs) / 4)));
+}
+
+export class LivenessWatch {
+  readonly #events: EventBus;
+  readonly #thresholds: LivenessThresholds;
+  readonly #now: () => number;
+  /** Whether the agent is still registered (a deleted run's agents are dropped, never announced). */
+  readonly #exists: (owner: number, runId: string, agentId: string) => boolean;
+  /** Agents not yet gone, by owner, run and agent id. */
+  readonly #watched = new Map<string, Watched>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(events: EventBus, thresholds: LivenessThresholds, exists: (owner: number, runId: string, agentId: string) => boolean, now: () => number = Date.now) {
+    this.#events = events;
+    this.#exists = exists;
+    this.#thresholds = thresholds;
+    this.#now = now;
+  }
+
+  /** Start-up: every registered agent not gone yet, as it last reads. */
+  load(storage: Storage): void {
+    const now = this.#now();
+    for (const { key, value } of storage.dbs.agents.getRange()) {
+      const agent = decodeAgent(key, value);
+      const liveness = livenessOf(agent.heartbeatAt, now, this.#thresholds);
+      if (liveness !== "gone") this.#watched.set(keyOf(agent), { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: liveness });
+    }
+  }
+
+  /**
+   * After a committed registration or heartbeat: the agent is active now, announced when it was idle or gone before
+   * (`previousHeartbeatAt`: its heartbeat before this one; undefined for a new agent, which `agent.registered` announces).
+   */
+  seen(agent: AgentRecord, previousHeartbeatAt: number | undefined): void {
+    const key = keyOf(agent);
+    const watched: Watched = { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: "active" };
+    const before = this.#watched.get(key)?.announced ?? (previousHeartbeatAt === undefined ? "active" : livenessOf(previousHeartbeatAt, this.#now(), this.#thresholds));
+    if (before !== "active") this.#announce({ ...watched, announced: before }, "active");
+    this.#watched.set(key, watched);
+  }
+
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => this.check(), intervalOf(this.#thresholds));
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Announces every change of liveness since the last check; gone agents leave the watch until they beat again. */
+  check(): void {
+    const now = this.#now();
+    for (const [key, watched] of this.#watched) {
+      const liveness = livenessOf(watched.heartbeatAt, now, this.#thresholds);
+      if (liveness === watched.announced) continue;
+      if (!this.#exists(watched.owner, watched.runId, watched.agentId)) {
+        this.#watched.delete(key);
+        continue;
+      }
+      this.#announce(watched, liveness);
+      if (liveness === "gone") this.#watched.delete(key);
+    }
+  }
+
+  #announce(watched: Watched, liveness: Liveness): void {
+    this.#events.publish({
+      type: "agent.liveness_changed",
+      owner: watched.owner,
+      runId: watched.runId,
+      agentId: watched.agentId,
+      payload: JSON.stringify({ agent_id: watched.agentId, from: watched.announced, to: liveness, heartbeat_at: new Date(watched.heartbeatAt).toISOString() }),
+    });
+    watched.announced = liveness;
+  }
+}
+
+function identity(agent: AgentRecord): { owner: number; runId: string; agentId: string } {
+  return { owner: agent.owner, runId: agent.runId, agentId: agent.agentId };
+}
+
+function keyOf(agent: Pick<AgentRecord, "owner" | "runId" | "agentId">): string {
+  return JSON.stringify([agent.owner, agent.runId, agent.agentId]);
+}
