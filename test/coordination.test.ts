@@ -244,6 +244,24 @@ describe.each(TRANSPORTS)("agents over %s", (transport) => {
     }
     const recall = await ok(c, RPC.recall, { session_id: run, query: "release notes rollout", agent_id: "opsbot", limit: 50 }, key);
     expect(evidenceOf(recall).map((e) => e["id"])).not.toContain(dev);
+
+    // The spec's lane table on lane_filter alone: lane-less entries always, laned ones when the filter is theirs or empty.
+    expect(await ids({ lane_filter: "ops" })).toEqual(expect.arrayContaining([shared, ops, rule]));
+    expect(await ids({ lane_filter: "ops" })).not.toContain(dev);
+    expect(await contextIds({ query: "release notes rollout", lane_filter: "dev" })).not.toContain(ops);
+    // Activity and export are the owner's record of the run: every lane, each entry with its lane.
+    const activity = list(await ok(c, "engram.v2.MemoryService/ListActivity", { run_id: run, limit: 500 }, key), "entries");
+    const lanesById = new Map(activity.map((e) => [String(e["id"]), String(e["lane"])]));
+    expect([lanesById.get(shared), lanesById.get(ops), lanesById.get(dev)]).toEqual(["", "ops", "dev"]);
+    const exported = String((await ok(c, "engram.v2.MemoryService/ExportActivity", { run_id: run }, key))["content"]);
+    const exportedLanes = new Map(
+      exported
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line) as JsonObject)
+        .map((e) => [String(e["id"]), String(e["lane"] ?? "")]),
+    );
+    expect([exportedLanes.get(shared), exportedLanes.get(ops), exportedLanes.get(dev)]).toEqual(["", "ops", "dev"]);
   });
 });
 

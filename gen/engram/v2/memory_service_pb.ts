@@ -3262,7 +3262,12 @@ export const MemoryService: GenService<{
     output: typeof GetContextResponseSchema;
   },
   /**
-   * Browses stored entries in creation order, one page at a time. Errors:
+   * Browses stored entries in creation order, one page at a time. Engram
+   * design: activity and its export are the owner's record of the run —
+   * every lane, each entry with its `lane` — while lanes partition what
+   * query, recall and context answer (`lane_filter`, and a registered
+   * agent's lanes and read scopes); `agent_id` here selects the entries an
+   * agent wrote. Errors:
    * INVALID_ARGUMENT (`created_after` or `created_before` not RFC 3339;
    * unknown `sort`, `projection` or `entry_types` value; a `page_token` that
    * is malformed or was issued for other filters).
