@@ -252,7 +252,7 @@ describe.each(TRANSPORTS)("agents over %s", (transport) => {
     // Activity and export are the owner's record of the run: every lane, each entry with its lane.
     const activity = list(await ok(c, "engram.v2.MemoryService/ListActivity", { run_id: run, limit: 500 }, key), "entries");
     const lanesById = new Map(activity.map((e) => [String(e["id"]), String(e["lane"])]));
-    expect([lanesById.get(shared), lanesById.get(ops), lanesById.get(dev)]).toEqual(["", "ops", "dev"]);
+    expect([lanesById.get(shared as string), lanesById.get(ops as string), lanesById.get(dev as string)]).toEqual(["", "ops", "dev"]);
     const exported = String((await ok(c, "engram.v2.MemoryService/ExportActivity", { run_id: run }, key))["content"]);
     const exportedLanes = new Map(
       exported
@@ -261,7 +261,7 @@ describe.each(TRANSPORTS)("agents over %s", (transport) => {
         .map((line) => JSON.parse(line) as JsonObject)
         .map((e) => [String(e["id"]), String(e["lane"] ?? "")]),
     );
-    expect([exportedLanes.get(shared), exportedLanes.get(ops), exportedLanes.get(dev)]).toEqual(["", "ops", "dev"]);
+    expect([exportedLanes.get(shared as string), exportedLanes.get(ops as string), exportedLanes.get(dev as string)]).toEqual(["", "ops", "dev"]);
   });
 });
 

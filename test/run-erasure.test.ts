@@ -107,3 +107,33 @@ describe("the SDK's forget(session_id)", () => {
     expect((await ok(c, "engram.v2.CoordinationService/ListAgents", { run_id: "sdk-forgotten" }, key))["agents"]).toEqual([]);
   });
 });
+
+describe("knowledge promoted beyond a deleted run", () => {
+  it("outlives the run: global lessons are kept out of it, marked for review when learned from it; run-scoped ones go", async () => {
+    const c = callerFor("rest", server.baseUrl, server.port);
+    const key = await createUser(server.baseUrl, server.adminKey, "promoted-kept");
+    await ok(c, "engram.v2.MemoryService/BatchInsert", { run_id: "taught", items: [{ text: "task: rotate the signing keys", entry_type: "trace" }] }, key);
+    await ok(
+      c,
+      "engram.v2.LearningService/RecordStepOutcome",
+      { run_id: "taught", step_id: "rotate", outcome: "failure", rationale: "old key still cached", directive_hint: "Flush the key cache after rotating signing keys" },
+      key,
+    );
+    const reflected = await ok(c, "engram.v2.LearningService/Reflect", { run_id: "taught" }, key);
+    const learned = String((reflected["lessons"] as JsonObject[])[0]?.["lesson_id"]);
+    await ok(c, "engram.v2.LearningService/UpdateLesson", { lesson_id: learned, scope: "global" }, key);
+    const stated = await ok(c, "engram.v2.LearningService/Reflect", { run_id: "taught", lessons: [{ content: "Keep run notes short." }] }, key);
+    const runScoped = String((stated["lessons"] as JsonObject[])[0]?.["lesson_id"]);
+
+    const deleted = await ok(c, "engram.v2.RunsService/DeleteRun", { run_id: "taught" }, key);
+    expect((deleted["erased"] as JsonObject)["lessons_kept"]).toBe(1);
+    const lessons = (await ok(c, "engram.v2.LearningService/ListLessons", { limit: 100 }, key))["lessons"] as JsonObject[];
+    expect(lessons.map((l) => l["id"])).toEqual([learned]);
+    expect(lessons[0]).toMatchObject({ source_run_id: "", scope: "global", lineage_review: "source_deleted" });
+    // Still guidance in other runs; the deleted run itself is gone from the run listing.
+    const diagnosis = await ok(c, "engram.v2.LearningService/Diagnose", { error_text: "old key still cached after rotating" }, key);
+    expect((diagnosis["failure_lessons"] as JsonObject[]).map((l) => l["id"])).toContain(learned);
+    expect(((await ok(c, "engram.v2.RunsService/ListRuns", {}, key))["runs"] as JsonObject[]).map((r) => r["run_id"])).not.toContain("taught");
+    expect(lessons.map((l) => l["id"])).not.toContain(runScoped);
+  });
+});

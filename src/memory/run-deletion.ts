@@ -77,12 +77,25 @@ export class RunDeletion {
 
   /** Deletes everything the owner stored in the run's memory; durable and invisible to every read when it resolves. */
   async deleteRun(owner: number, runId: string): Promise<RunDeletionResult> {
-    const { maxSeq, jobs, outcomes: firstOutcomes, others } = await this.#transaction((purge) => ({
+    const global = this.#globalKnowledge(owner, runId);
+    const { kept, maxSeq, jobs, outcomes: firstOutcomes, others } = await this.#transaction((purge) => ({
+      // First, before the tombstone covers them: lessons and rules promoted beyond the run outlive it.
+      kept: global.flatMap((seq) => this.#entries.rehomeInTransaction(seq, `run ${JSON.stringify(runId)} deleted`) ?? []),
       maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
       jobs: this.#ingest.forgetRunInTransaction(owner, runId),
       outcomes: this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE),
       others: [...this.#planes, purge].map((plane) => plane(owner, runId)),
     }));
+    for (const record of kept) {
+      this.#index.catalog.replace(record);
+      this.#events.publish({
+        type: "lesson.updated",
+        owner,
+        runId: "",
+        agentId: "",
+        payload: JSON.stringify({ entry_id: record.id, changed_fields: ["run_id", "lineage_review"], cause: "run deleted", lineage_review: record.lineageReview }),
+      });
+    }
     let entries = 0;
     if (maxSeq !== undefined) {
       this.#entries.tombstoneCommitted(owner, runId, maxSeq);
@@ -94,13 +107,18 @@ export class RunDeletion {
     for (let removed = firstOutcomes; removed >= OUTCOME_SLICE; outcomes += removed) {
       removed = await this.#storage.transaction(() => this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE));
     }
-    const erased: Record<string, number> = { entries, jobs, outcomes };
+    const erased: Record<string, number> = { entries, jobs, outcomes, lessons_kept: kept.length };
     for (const counts of others) for (const [kind, count] of Object.entries(counts)) erased[kind] = (erased[kind] ?? 0) + count;
     const deleted = maxSeq !== undefined || Object.values(erased).some((count) => count > 0);
     if (deleted) {
       this.#events.publish({ type: "run.deleted", owner, runId, agentId: "", payload: JSON.stringify({ run_id: runId, erased }) });
     }
     return { deleted, entries, jobs, outcomes, erased };
+  }
+
+  /** The run's global lessons and rules: knowledge promoted beyond the run, kept when the run is deleted. */
+  #globalKnowledge(owner: number, runId: string): number[] {
+    return this.#index.catalog.knowledgeSeqs(owner, runId).filter((seq) => this.#entries.get(seq)?.lessonScope === "global");
   }
 
   /** Starts (or resumes, after a restart) purging deleted runs in the background. */

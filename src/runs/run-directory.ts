@@ -71,6 +71,8 @@ export class RunDirectory implements CatalogObserver {
   }
 
   added(record: EntryRecord): void {
+    // Run "" holds knowledge that outlived its deleted run (see EntryStore.rehomeInTransaction): not a run to list.
+    if (record.runId === "") return;
     let runs = this.#owners.get(record.owner);
     if (runs === undefined) this.#owners.set(record.owner, (runs = new Map()));
     let stats = runs.get(record.runId);

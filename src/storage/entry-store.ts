@@ -267,6 +267,36 @@ export class EntryStore {
   }
 
   /**
+   * Moves an entry out of its run (to run "", no run) so that the run's deletion does not take it: knowledge that was
+   * promoted beyond the run outlives it. When it was derived from entries of that run, it is marked for review
+   * (`source_deleted`). Call inside a write transaction, before the run's tombstone. Undefined when absent.
+   */
+  rehomeInTransaction(seq: number, reason: string, now = Date.now()): EntryRecord | undefined {
+    const before = this.get(seq);
+    if (before === undefined || before.runId === "") return undefined;
+    const { dbs } = this.#storage;
+    const fromRun = before.sourceIds.some((id) => {
+      const sourceSeq = seqOfEntryId(id);
+      const source = sourceSeq === undefined ? undefined : this.get(sourceSeq);
+      return source === undefined || source.runId === before.runId;
+    });
+    const review = fromRun && before.lineageReview === "" ? "source_deleted" : before.lineageReview;
+    const audit: EntryAuditEvent[] = [{ at: now, field: "run_id", from: before.runId, to: "", reason, agentId: "" }];
+    if (review !== before.lineageReview) audit.push({ at: now, field: "lineage_review", from: before.lineageReview, to: review, reason, agentId: "" });
+    const after: EntryRecord = { ...before, runId: "", lineageReview: review, updatedAt: now, audit: [...before.audit, ...audit].slice(-MAX_AUDIT_EVENTS) };
+    dbs.entriesByOwnerRun.remove([before.owner, before.runId, seq]);
+    dbs.entriesByRun.remove([before.runId, seq]);
+    dbs.entriesByOwnerRun.put([after.owner, after.runId, seq], null);
+    dbs.entriesByRun.put([after.runId, seq], null);
+    if (before.upsertKey !== "") {
+      const key = [before.owner, before.runId, before.userId, before.upsertKey];
+      if (dbs.upserts.get(key) === seq) dbs.upserts.remove(key);
+    }
+    dbs.entries.put(seq, after);
+    return after;
+  }
+
+  /**
    * Hides every entry the owner has in the run now, at once, and leaves their removal to the purge. Call
    * inside a write transaction, then `tombstoneCommitted` once it is durable. Returns the highest seq it covers, or
    * undefined when the owner has no entry in the run.

@@ -234,7 +234,9 @@ export type DeleteRunResponse = Message<"engram.v2.DeleteRunResponse"> & {
    * deletion removed: `entries` (hidden at once, purged in the background),
    * `jobs`, `outcomes` (run and step outcomes), `links`, `agents`,
    * `handoffs`, `control_sessions`, `variables`, `concepts`, `goals`,
-   * `actions`, `cycles`, `core_nodes`. Kinds with nothing to remove read 0.
+   * `actions`, `cycles`, `core_nodes`; and `lessons_kept`, the global
+   * lessons moved out of the run rather than deleted. Kinds with nothing to
+   * remove read 0.
    *
    * @generated from field: map<string, uint32> erased = 2;
    */
@@ -593,8 +595,8 @@ export const RunsService: GenService<{
     output: typeof UnlinkRunResponseSchema;
   },
   /**
-   * Deletes a run and everything the caller stored under it: memory entries
-   * (including lessons stored in the run with global scope), ingest jobs,
+   * Deletes a run and everything the caller stored under it: memory entries,
+   * ingest jobs,
    * activity, archive blocks, checkpoints, variables, concepts, goals,
    * actions, registered agents, handoffs, feedback, outcomes, the control
    * session, every link to or from the run, and the run's core data-plane
@@ -607,8 +609,12 @@ export const RunsService: GenService<{
    * index terms and vectors are then purged in the background in bounded
    * slices, resuming after a restart. Entries of other runs derived from the
    * run's entries (lessons, checkpoints) are marked `lineage_review:
-   * source_deleted` as the purge reaches their sources. Scratchpads belong to
-   * core sessions, not runs, and are not touched. Only the caller's own data in the run
+   * source_deleted` as the purge reaches their sources. Lessons and rules of
+   * the run with scope `global` — knowledge promoted beyond the run — outlive
+   * it: they are moved out of the run (`source_run_id` becomes empty, audited
+   * as `run_id`) and, when they were learned from the run's entries, marked
+   * `lineage_review: source_deleted` for a person to review. Scratchpads
+   * belong to core sessions, not runs, and are not touched. Only the caller's own data in the run
    * is deleted, admins included. Errors: INVALID_ARGUMENT (empty `run_id`).
    *
    * @generated from rpc engram.v2.RunsService.DeleteRun
