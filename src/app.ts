@@ -76,6 +76,12 @@ import { sessionsService } from "./services/sessions/sessions-service.js";
 import { closedSessionGuard } from "./services/sessions/closed-session-guard.js";
 import { ControlSessionStore } from "./control-sessions/control-session-store.js";
 import { ControlSessions } from "./control-sessions/control-sessions.js";
+import { ResourcesService } from "../gen/engram/v2/resources_service_pb.js";
+import { resourcesService } from "./services/resources/resources-service.js";
+import { Prompts } from "./resources/prompts.js";
+import { AgentDefinitions } from "./resources/agent-definitions.js";
+import { Projects, type ProjectPlane } from "./resources/projects.js";
+import { Skills, skillsProjectPlane } from "./resources/skills-store.js";
 
 export interface Engram {
   readonly port: number;
@@ -190,10 +196,20 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   coreParts.push(...dataPlaneHandlers(core));
   router.service(CoreService, coreService(coreParts));
   router.service(PlanningService, planningService(planning));
+  const prompts = new Prompts(storage, events);
+  const agentDefinitions = new AgentDefinitions(storage, events, prompts);
+  // Every plane of a project's resources besides agent definitions goes in the project's deleting transaction.
+  const projectPlanes: ProjectPlane[] = [skillsProjectPlane(storage)];
+  agentDefinitions.usePlanes(projectPlanes);
+  const projects = new Projects(storage, events, agentDefinitions, projectPlanes);
+  const skills = new Skills(storage, events, { projectExists: (owner, projectId) => projects.exists(owner, projectId), agentExists: (owner, projectId, agentId) => agentDefinitions.exists(owner, projectId, agentId) });
+  router.service(ResourcesService, resourcesService({ projects, agents: agentDefinitions, prompts, skills }));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
-  for (const service of PLANNED_SERVICES) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ...PLANNED_SERVICES];
+  // ResourcesService is registered above with the routes built so far; its others answer UNIMPLEMENTED the same way.
+  const planned = PLANNED_SERVICES.filter((service) => service !== ResourcesService);
+  for (const service of planned) router.service(service, {});
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, ...planned];
   router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);

@@ -191,3 +191,25 @@ async function lessonConfidence(lessonId: string): Promise<number> {
   }).then((r) => r.json())) as { lessons: { id: string; confidence: number }[] };
   return body.lessons.find((l) => l.id === lessonId)?.confidence ?? Number.NaN;
 }
+
+describe("the resource helpers of @mubit-ai/sdk", () => {
+  it("createProject, createAgentDefinition, setPrompt and getPrompt", async () => {
+    const client = learningClient("sdk-resources") as LearningClient & {
+      createProject(payload: object): Promise<unknown>;
+      createAgentDefinition(payload: object): Promise<unknown>;
+    };
+    const project = (await client.createProject({ name: "sdk-project", description: "made by the SDK" })) as { project: { project_id: string } };
+    expect(project.project.project_id).toMatch(/^prj_/);
+    await client.createAgentDefinition({ project_id: project.project.project_id, agent_id: "sdk-writer", role: "writer", system_prompt_content: "You write release notes." });
+    const { MubitContext, SessionContext, setContext } = await import("@mubit-ai/sdk/context");
+    const context = new MubitContext({ client, autoInstrument: false });
+    context.rootSession = new SessionContext({ sessionId: "sdk-resources", agentId: "sdk-writer", runId: "sdk-resources" });
+    setContext(context);
+    const helpers = await import("@mubit-ai/sdk/helpers");
+    expect(await helpers.getPrompt()).toBe("You write release notes.");
+    await helpers.setPrompt("You write short release notes.");
+    expect(await helpers.getPrompt()).toBe("You write short release notes.");
+    await helpers.setPrompt("A candidate that is not active yet.", { activate: false });
+    expect(await helpers.getPrompt()).toBe("You write short release notes.");
+  });
+});

@@ -237,9 +237,9 @@ const CASES: readonly Case[] = [
   [
     "a route a later issue builds answers unimplemented with its name",
     async (c, f) => {
-      const r = await c.call("engram.v2.ResourcesService/ListProjects", {}, f.alice);
+      const r = await c.call("engram.v2.ResourcesService/ListRunHistory", { project_id: "prj_1" }, f.alice);
       expect(r.code).toBe("unimplemented");
-      expect(r.message).toContain("ListProjects");
+      expect(r.message).toContain("ListRunHistory");
     },
   ],
   [

@@ -96,6 +96,24 @@ export interface Databases {
   readonly runLinks: LmdbDatabase<unknown, Key>;
   /** [owner, linked_run_id, run_id] → the same link seen from the child, so a run's links both ways are found (runs) */
   readonly runLinkedBy: LmdbDatabase<unknown, Key>;
+  /** [owner, project_seq] → ProjectRecord; the project id is `prj_<seq>` (src/resources) */
+  readonly projects: LmdbDatabase<unknown, Key>;
+  /** [owner, name] → project_seq: each owner's project names are unique (src/resources) */
+  readonly projectNames: LmdbDatabase<number, Key>;
+  /** [owner, project_id, agent_id] → AgentDefinitionRecord (src/resources) */
+  readonly agentDefinitions: LmdbDatabase<unknown, Key>;
+  /** [owner, agent_id, project_id] → null: the projects defining an agent id, for prompt owner resolution */
+  readonly agentDefinitionsByAgent: LmdbDatabase<null, Key>;
+  /** [owner, project_id, agent_id] → PromptHeadRecord: the active and last version numbers of an agent's prompt */
+  readonly promptHeads: LmdbDatabase<unknown, Key>;
+  /** [owner, project_id, agent_id, version_number] → PromptVersionRecord (src/resources) */
+  readonly promptVersions: LmdbDatabase<unknown, Key>;
+  /** [owner, skill_id] → SkillRecord (src/resources/skill-record.ts) */
+  readonly skills: LmdbDatabase<unknown, Key>;
+  /** [owner, skill_id, version_number] → SkillVersionRecord */
+  readonly skillVersions: LmdbDatabase<unknown, Key>;
+  /** [owner, project_id, agent_id, name] → SkillNameRecord: unique names, and a project's skills by prefix */
+  readonly skillNames: LmdbDatabase<unknown, Key>;
 }
 
 /** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
@@ -140,6 +158,15 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   handoffs: "coordination_handoffs",
   runLinks: "run_links",
   runLinkedBy: "run_linked_by",
+  projects: "resource_projects",
+  projectNames: "resource_project_names",
+  agentDefinitions: "resource_agent_definitions",
+  agentDefinitionsByAgent: "resource_agent_definitions_by_agent",
+  promptHeads: "resource_prompt_heads",
+  promptVersions: "resource_prompt_versions",
+  skills: "resource_skills",
+  skillVersions: "resource_skill_versions",
+  skillNames: "resource_skill_names",
 };
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);

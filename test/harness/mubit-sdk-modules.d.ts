@@ -13,6 +13,10 @@ declare module "@mubit-ai/sdk/context" {
 
 declare module "@mubit-ai/sdk/helpers" {
   export function outcome(score: number, opts?: Record<string, unknown>): Promise<unknown>;
+  export function setSkill(name: string, description: string, opts?: Record<string, unknown>): Promise<unknown>;
+  export function getSkills(opts?: Record<string, unknown>): Promise<unknown[]>;
+  export function setPrompt(content: string, opts?: Record<string, unknown>): Promise<unknown>;
+  export function getPrompt(opts?: Record<string, unknown>): Promise<string>;
 }
 
 declare module "@mubit-ai/sdk/learn" {

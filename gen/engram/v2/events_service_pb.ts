@@ -181,6 +181,21 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  * - `session.created`: a control session opened: `session_id`, `agent_id`,
  *   `phase` (`active`). `session.closed`: it closed: `session_id`,
  *   `checkpoint_id`, `reflected`, `lessons_extracted`, `ingest_count`.
+ * - `project.created`, `project.updated`: `project_id`, `name`.
+ *   `project.deleted`: `project_id`, `agent_definitions`, `prompt_versions`
+ *   (how many of each went with it). Resource events carry an empty run id.
+ * - `agent_definition.created`, `agent_definition.updated`,
+ *   `agent_definition.deleted`: `project_id`, `agent_id`.
+ * - `prompt.version.created`: `project_id`, `agent_id`, `version_id`,
+ *   `version_number`, `status`, `source`. `prompt.version.activated`:
+ *   `project_id`, `agent_id`, `version_id`, `retired_version_id`,
+ *   `archived_version_ids`.
+ * - `skill.created`: `skill_id`, `project_id`, `agent_id`, `name`,
+ *   `skill_type`, `version_id`. `skill.updated`: `skill_id`, `project_id`,
+ *   `agent_id`, `name`, `active_version_id`, `latest_version_id`,
+ *   `retired_version_id`. `skill.deleted`: `skill_id`, `project_id`,
+ *   `agent_id`, `name`. `skill.version.activated`: `skill_id`, `project_id`,
+ *   `agent_id`, `version_id`, `source`, `retired_version_id`.
  *
  * Engram design: events are delivered from the moment of subscription;
  * earlier events are not replayed. Events of one run arrive in the order
