@@ -82,6 +82,8 @@ import { Prompts } from "./resources/prompts.js";
 import { AgentDefinitions } from "./resources/agent-definitions.js";
 import { Projects, type ProjectPlane } from "./resources/projects.js";
 import { Skills, skillsProjectPlane } from "./resources/skills-store.js";
+import { Optimizer } from "./resources/optimizer.js";
+import { RunHistory } from "./resources/run-history.js";
 
 export interface Engram {
   readonly port: number;
@@ -203,13 +205,13 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   agentDefinitions.usePlanes(projectPlanes);
   const projects = new Projects(storage, events, agentDefinitions, projectPlanes);
   const skills = new Skills(storage, events, { projectExists: (owner, projectId) => projects.exists(owner, projectId), agentExists: (owner, projectId, agentId) => agentDefinitions.exists(owner, projectId, agentId) });
-  router.service(ResourcesService, resourcesService({ projects, agents: agentDefinitions, prompts, skills }));
+  const optimizer = new Optimizer({ entries, catalog: index.catalog, outcomes: outcomeStore, prompts, skills, agents: agentDefinitions, llm, defaultTimeoutMs: config.llm?.timeoutMs ?? 30_000 });
+  const runHistory = new RunHistory({ storage, catalog: index.catalog, directory: runDirectory, outcomes: outcomeStore, sessions: controlSessionStore });
+  router.service(ResourcesService, resourcesService({ projects, agents: agentDefinitions, prompts, skills, optimizer, runHistory }));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
-  // ResourcesService is registered above with the routes built so far; its others answer UNIMPLEMENTED the same way.
-  const planned = PLANNED_SERVICES.filter((service) => service !== ResourcesService);
-  for (const service of planned) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, ...planned];
+  for (const service of PLANNED_SERVICES) router.service(service, {});
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, ...PLANNED_SERVICES];
   router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);

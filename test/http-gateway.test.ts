@@ -79,9 +79,6 @@ describe("status table", () => {
     await expectError(missing, 404, "not_found");
     await expectError(await post("/v2/core/auth/users", { username: "alice" }, server.adminKey), 409, "already_exists");
   });
-  it("a route whose logic is not built yet is 501 with its name", async () => {
-    await expectError(await post("/v2/control/projects/runs", { project_id: "prj_1" }), 501, "unimplemented", "ListRunHistory");
-  });
   it("the removed SDM routes are 410 Gone", async () => {
     await expectError(await post("/v2/core/sdm/write", {}), 410, "unimplemented", "removed");
     await expectError(await post("/v2/core/sdm/read", {}), 410, "unimplemented", "removed");

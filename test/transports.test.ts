@@ -235,14 +235,6 @@ const CASES: readonly Case[] = [
     },
   ],
   [
-    "a route a later issue builds answers unimplemented with its name",
-    async (c, f) => {
-      const r = await c.call("engram.v2.ResourcesService/ListRunHistory", { project_id: "prj_1" }, f.alice);
-      expect(r.code).toBe("unimplemented");
-      expect(r.message).toContain("ListRunHistory");
-    },
-  ],
-  [
     "the removed SDM routes refuse",
     async (c, f) => {
       const r = await c.call("engram.v2.CoreService/SdmWrite", {}, f.alice);

@@ -247,6 +247,36 @@ export class Skills {
     return result.activation;
   }
 
+  /**
+   * Writes an optimization's version (source `optimization`, derived from the active one) in one transaction: a
+   * `candidate`, or with `activate` the new `active` version (the previous one `retired`, older candidates `archived`).
+   * `expectedActive` is the version number the optimization read: if another write moved it since, ABORTED.
+   */
+  async addOptimized(owner: number, skillId: string, expectedActive: number, content: SkillContent, summary: string, activate: boolean): Promise<SkillVersionRecord> {
+    const result = await this.#storage.transaction(() => {
+      const skill = this.#found(owner, skillId, "");
+      if (skill.activeVersion !== expectedActive) throw new ConnectError(`skill ${skillId} changed during the optimization; retry`, Code.Aborted);
+      const now = this.#now();
+      const number = skill.versionCount + 1;
+      const version = { ...newVersion(skill, number, content, activate ? "active" : "candidate", "optimization", skill.activeVersion, now), optimizationSummary: summary };
+      let retired = 0;
+      if (activate) {
+        for (const { key, value } of this.#storage.dbs.skillVersions.getRange({ start: [owner, skillId, 1], end: [owner, skillId, number] })) {
+          const other = decodeSkillVersion(key, value);
+          if (other.status === "active") retired = other.number;
+          if (other.status === "active" || other.status === "candidate") this.#putVersion({ ...other, status: other.status === "active" ? "retired" : "archived" });
+        }
+      }
+      this.#putVersion(version);
+      const updated: SkillRecord = { ...skill, versionCount: number, activeVersion: activate ? number : skill.activeVersion, updatedAt: now };
+      this.#storage.dbs.skills.put(skillKey(owner, skillId), updated);
+      return { skill: updated, version, retired };
+    });
+    const { skill, version, retired } = result;
+    this.#announce("skill.updated", skill, { name: skill.name, active_version_id: versionIdOf(skillId, skill.activeVersion), latest_version_id: versionIdOf(skillId, version.number), retired_version_id: retired === 0 ? "" : versionIdOf(skillId, retired) });
+    return version;
+  }
+
   /** Unified diff from version A to version B (the active one when `versionBId` is empty). */
   diff(owner: number, skillId: string, versionAId: string, versionBId: string): { text: string; a: SkillVersionRecord; b: SkillVersionRecord } {
     const skill = this.#found(owner, skillId, "");

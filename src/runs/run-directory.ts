@@ -102,6 +102,13 @@ export class RunDirectory implements CatalogObserver {
     return this.#owners.get(owner)?.size ?? 0;
   }
 
+  /** One of the owner's runs as a listing shows it; undefined when it holds no entry. */
+  run(owner: number, runId: string): RunView | undefined {
+    const stats = this.#owners.get(owner)?.get(runId);
+    if (stats === undefined) return undefined;
+    return this.#view(owner, { runId, lastActivityAt: this.#catalog.createdAt(this.#newestSeq(owner, runId, stats)) }, stats);
+  }
+
   /**
    * One page of the owner's runs, newest activity first. Reads each of the owner's run summaries once and keeps the
    * `limit` first after the cursor (a bounded insertion), so a page costs O(runs · log limit).

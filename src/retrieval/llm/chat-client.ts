@@ -15,6 +15,9 @@ export interface ChatRequest {
   readonly temperature: number;
   /** Cancels the call early, e.g. when the RPC that needs it is cancelled. */
   readonly signal?: AbortSignal;
+  /** This call's model and time bound, instead of the configured ones (a caller's override). */
+  readonly model?: string;
+  readonly timeoutMs?: number;
 }
 
 export interface ChatCompletion {
@@ -153,7 +156,7 @@ export class ChatClient implements ChatCompleter {
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort();
-    }, this.#timeoutMs);
+    }, request.timeoutMs ?? this.#timeoutMs);
     const cancel = (): void => controller.abort();
     if (request.signal?.aborted === true) controller.abort();
     request.signal?.addEventListener("abort", cancel, { once: true });
@@ -189,7 +192,7 @@ export class ChatClient implements ChatCompleter {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#apiKey !== undefined) headers["authorization"] = `Bearer ${this.#apiKey}`;
     const body = JSON.stringify({
-      model: this.#model,
+      model: request.model ?? this.#model,
       messages: request.messages,
       max_tokens: request.maxTokens,
       temperature: request.temperature,
@@ -203,7 +206,7 @@ export class ChatClient implements ChatCompleter {
       // The timeout stays armed while the body is read: a provider that stalls mid-body still times out.
       text = await response.text();
     } catch (e: unknown) {
-      if (timedOut()) throw new ChatError(`${where} timed out after ${this.#timeoutMs} ms`, "timeout");
+      if (timedOut()) throw new ChatError(`${where} timed out after ${request.timeoutMs ?? this.#timeoutMs} ms`, "timeout");
       if (signal.aborted) throw new ChatError(`${where} was cancelled`, "error");
       const reason = e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e);
       throw new ChatError(`${where} failed: ${reason}`, "error", undefined, { cause: e });

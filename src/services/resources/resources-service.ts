@@ -9,12 +9,18 @@ import type { Skills } from "../../resources/skills-store.js";
 import { projectHandlers } from "./projects.js";
 import { promptHandlers } from "./prompts.js";
 import { skillHandlers } from "./skills.js";
+import { optimizeHandlers } from "./optimize.js";
+import type { Optimizer } from "../../resources/optimizer.js";
+import type { RunHistory } from "../../resources/run-history.js";
+import { runHistoryHandlers } from "./run-history.js";
 
 export interface ResourcesDeps {
   readonly projects: Projects;
   readonly agents: AgentDefinitions;
   readonly prompts: Prompts;
   readonly skills: Skills;
+  readonly optimizer?: Optimizer;
+  readonly runHistory?: RunHistory;
 }
 
 export function resourcesService(deps: ResourcesDeps): Partial<ServiceImpl<typeof ResourcesService>> {
@@ -22,5 +28,7 @@ export function resourcesService(deps: ResourcesDeps): Partial<ServiceImpl<typeo
     ...projectHandlers(deps.projects, deps.agents),
     ...promptHandlers(deps.prompts),
     ...skillHandlers({ skills: deps.skills }),
+    ...(deps.optimizer === undefined ? {} : optimizeHandlers(deps.optimizer)),
+    ...(deps.runHistory === undefined ? {} : runHistoryHandlers({ history: deps.runHistory, projectExists: (owner, projectId) => deps.projects.exists(owner, projectId) })),
   };
 }

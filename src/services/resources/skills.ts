@@ -120,7 +120,7 @@ function skillMessage(view: SkillView): MessageInitShape<typeof SkillDefinitionS
   };
 }
 
-function versionMessage(version: SkillVersionRecord): MessageInitShape<typeof SkillVersionSchema> {
+export function versionMessage(version: SkillVersionRecord): MessageInitShape<typeof SkillVersionSchema> {
   return {
     versionId: versionIdOf(version.skillId, version.number),
     skillId: version.skillId,
