@@ -193,7 +193,7 @@ async function lessonConfidence(lessonId: string): Promise<number> {
 }
 
 describe("the resource helpers of @mubit-ai/sdk", () => {
-  it("createProject, createAgentDefinition, setPrompt and getPrompt", async () => {
+  it("createProject, createAgentDefinition, setPrompt, getPrompt, setSkill and getSkills", async () => {
     const client = learningClient("sdk-resources") as LearningClient & {
       createProject(payload: object): Promise<unknown>;
       createAgentDefinition(payload: object): Promise<unknown>;
@@ -211,5 +211,11 @@ describe("the resource helpers of @mubit-ai/sdk", () => {
     expect(await helpers.getPrompt()).toBe("You write short release notes.");
     await helpers.setPrompt("A candidate that is not active yet.", { activate: false });
     expect(await helpers.getPrompt()).toBe("You write short release notes.");
+
+    const projectId = project.project.project_id;
+    const schema = '{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}';
+    await helpers.setSkill("lookup_invoice", "Find an invoice by id", { projectId, parametersSchema: schema });
+    const tools = (await helpers.getSkills({ projectId })) as { type: string; function: { name: string; description: string; parameters: unknown } }[];
+    expect(tools).toEqual([{ type: "function", function: { name: "lookup_invoice", description: "Find an invoice by id", parameters: JSON.parse(schema) } }]);
   });
 });
