@@ -181,4 +181,25 @@ describe("optimization is all or nothing", () => {
       expect(plain.engram.testHooks.fingerprint()).toEqual(before);
     }
   });
+
+  it("leaves nothing behind when a write of a skill's optimization fails", async () => {
+    const c = pool.on("connect");
+    const { projectId } = await agentWithLessons(c, alice);
+    const created = await ok(c, R("CreateSkill"), { project_id: projectId, agent_id: "planner", name: "atomic-skill", description: "d", instructions: "Run it." }, alice);
+    const skillId = String((created["skill"] as JsonObject)["skill_id"]);
+    const faults = plain.engram.testHooks.writeFaults;
+    for (let nth = 1; ; nth++) {
+      const before = plain.engram.testHooks.fingerprint();
+      faults.failAt(nth);
+      const result = await c.call(R("OptimizeSkill"), { skill_id: skillId, auto_activate: true }, alice);
+      const reached = faults.writesSeen >= nth;
+      faults.failAt(0);
+      if (!reached) {
+        expect(result.code).toBe("ok");
+        break;
+      }
+      expect(result.code).not.toBe("ok");
+      expect(plain.engram.testHooks.fingerprint()).toEqual(before);
+    }
+  });
 });
