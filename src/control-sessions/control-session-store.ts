@@ -39,6 +39,13 @@ export class ControlSessionStore {
   /** Call inside a write transaction. */
   putInTransaction(record: ControlSessionRecord): void {
     this.#storage.dbs.controlSessions.put(controlSessionKey(record.owner, record.runId), record);
+    if (record.projectId !== "") this.#storage.dbs.controlSessionsByProject.put([record.owner, record.projectId, record.runId], null);
+  }
+
+  /** Runs whose control session names the project, in run id order, at most `limit`. */
+  runsOfProject(owner: number, projectId: string, limit: number): string[] {
+    const keys = this.#storage.dbs.controlSessionsByProject.getKeys({ start: [owner, projectId], end: [owner, `${projectId}\u0000`], limit });
+    return [...keys].map((key) => (key as [number, string, string])[2]);
   }
 
   /**
@@ -47,8 +54,10 @@ export class ControlSessionStore {
    */
   removeInTransaction(owner: number, runId: string): boolean {
     const key = controlSessionKey(owner, runId);
-    if (this.#storage.dbs.controlSessions.get(key) === undefined) return false;
+    const record = this.get(owner, runId);
+    if (record === undefined) return false;
     this.#storage.dbs.controlSessions.remove(key);
+    if (record.projectId !== "") this.#storage.dbs.controlSessionsByProject.remove([owner, record.projectId, runId]);
     return true;
   }
 

@@ -1,13 +1,16 @@
 // A project's run history: the runs whose control session names the project, each with figures computed on read from
 // what the run holds now (entries, lessons, outcomes, prompt changes of the project's agents), so they stay current
 // while the run proceeds and nothing has to be kept in step. The rules are written out in resources_service.proto.
-import { decodeControlSession, type ControlSessionRecord } from "../control-sessions/control-session-record.js";
+import type { ControlSessionRecord } from "../control-sessions/control-session-record.js";
 import type { ControlSessionStore } from "../control-sessions/control-session-store.js";
 import type { OutcomeStore } from "../learning/outcome-store.js";
 import type { Catalog } from "../retrieval/catalog.js";
 import type { RunDirectory } from "../runs/run-directory.js";
 import type { Storage } from "../storage/database.js";
 import { decodePromptVersion } from "./resource-records.js";
+
+/** Runs of one project a listing reads (in run id order) to order them by activity: a bound on one call's work. */
+const MAX_PROJECT_RUNS = 10_000;
 
 /** Outcomes of a run read for its figures: the most recent ones, so a read stays bounded. */
 export const OUTCOME_SCAN_LIMIT = 10_000;
@@ -78,14 +81,14 @@ export class RunHistory {
   }
 
   /**
-   * One page of the project's runs, newest activity first. Reads the owner's control sessions once (their number
-   * bounds the cost) and computes the figures of the page's runs only.
+   * One page of the project's runs, newest activity first. Reads the project's control sessions through their index
+   * by project (at most MAX_PROJECT_RUNS) and computes the figures of the page's runs only.
    */
   list(owner: number, projectId: string, after: RunHistoryCursor | undefined, limit: number): RunHistoryPage {
     const candidates: { at: RunHistoryCursor; session: ControlSessionRecord }[] = [];
-    for (const { key, value } of this.#storage.dbs.controlSessions.getRange({ start: [owner], end: [owner + 1] })) {
-      const session = decodeControlSession(key, value);
-      if (session.projectId !== projectId) continue;
+    for (const runId of this.#sessions.runsOfProject(owner, projectId, MAX_PROJECT_RUNS)) {
+      const session = this.#sessions.get(owner, runId);
+      if (session === undefined || session.projectId !== projectId) continue;
       const at = { runId: session.runId, lastActivityAt: this.#lastActivityAt(session) };
       if (after !== undefined && !before(after, at)) continue;
       candidates.push({ at, session });

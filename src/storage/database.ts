@@ -78,6 +78,8 @@ export interface Databases {
   readonly stepOutcomes: LmdbDatabase<unknown, Key>;
   /** [owner, run_id] → ControlSessionRecord: the run's control session (src/control-sessions) */
   readonly controlSessions: LmdbDatabase<unknown, Key>;
+  /** [owner, project_id, run_id] → null: the control sessions created for a project (its run history) */
+  readonly controlSessionsByProject: LmdbDatabase<null, Key>;
   /** [owner, run_id, name] → planning variable record */
   readonly planVariables: LmdbDatabase<unknown, Key>;
   /** [owner, run_id, name] → planning concept record */
@@ -149,6 +151,7 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   outcomeKeys: "learning_outcome_keys",
   stepOutcomes: "learning_step_outcomes",
   controlSessions: "control_sessions",
+  controlSessionsByProject: "control_sessions_by_project",
   planVariables: "planning_variables",
   planConcepts: "planning_concepts",
   planGoals: "planning_goals",
