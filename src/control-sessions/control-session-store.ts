@@ -10,6 +10,7 @@ import {
   type ControlSessionPhase,
   type ControlSessionRecord,
 } from "./control-session-record.js";
+import { prefixRange } from "../storage/key-range.js";
 
 export interface SessionWindow {
   /** Entries of the run written inside the session's window and still stored. */
@@ -44,7 +45,7 @@ export class ControlSessionStore {
 
   /** Runs whose control session names the project, in run id order, at most `limit`. */
   runsOfProject(owner: number, projectId: string, limit: number): string[] {
-    const keys = this.#storage.dbs.controlSessionsByProject.getKeys({ start: [owner, projectId], end: [owner, `${projectId}\u0000`], limit });
+    const keys = this.#storage.dbs.controlSessionsByProject.getKeys({ ...prefixRange([owner, projectId]), limit });
     return [...keys].map((key) => (key as [number, string, string])[2]);
   }
 

@@ -8,7 +8,7 @@ import { decodeOptional } from "../storage/record-codec.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { EntryType } from "../storage/entry-record.js";
 import { AGENT_RECORD_VERSION, decodeAgent, type AgentRecord } from "./agent-record.js";
-import { runEnd, runRange } from "./run-range.js";
+import { runEnd, runRange } from "../storage/key-range.js";
 import { readViewOf, writeRefusal, type ReadView, type WriteIntent, type WriteRefusal } from "./agent-access.js";
 import type { LivenessWatch } from "./liveness-watch.js";
 

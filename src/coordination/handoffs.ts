@@ -20,7 +20,7 @@ import {
   type RequestedAction,
   type Verdict,
 } from "./handoff-record.js";
-import { runEnd, runRange } from "./run-range.js";
+import { runEnd, runRange } from "../storage/key-range.js";
 
 /** Most handoffs one listing page examines, so a page with rare matches still answers promptly. */
 export const MAX_EXAMINED_PER_PAGE = 5000;

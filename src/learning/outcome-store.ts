@@ -4,6 +4,7 @@
 import type { Key } from "lmdb";
 import { nextSequence, type Storage } from "../storage/database.js";
 import { openFields, openRecord } from "../storage/record-codec.js";
+import { runRange } from "../storage/key-range.js";
 
 export const OUTCOMES = ["success", "failure", "partial", "neutral"] as const;
 export type Outcome = (typeof OUTCOMES)[number];
@@ -116,7 +117,7 @@ export class OutcomeStore {
 
   /** A run's step outcomes in step id order, at most `limit`. */
   stepOutcomesOfRun(owner: number, runId: string, limit: number): StepOutcomeRecord[] {
-    const range = this.#storage.dbs.stepOutcomes.getRange({ start: [owner, runId], end: afterRun(owner, runId), limit });
+    const range = this.#storage.dbs.stepOutcomes.getRange({ ...runRange(owner, runId), limit });
     return [...range].map(({ key, value }) => decodeStepOutcome(key, value));
   }
 
@@ -139,20 +140,12 @@ export class OutcomeStore {
       dbs.outcomes.remove(key);
       removed++;
     }
-    for (const key of dbs.stepOutcomes.getKeys({ start: [owner, runId], end: afterRun(owner, runId), limit: Math.max(0, limit - removed) })) {
+    for (const key of dbs.stepOutcomes.getKeys({ ...runRange(owner, runId), limit: Math.max(0, limit - removed) })) {
       dbs.stepOutcomes.remove(key);
       removed++;
     }
     return removed;
   }
-}
-
-/**
- * The first key after every key of a run: ids hold no NUL, so the run id with a NUL appended sorts after all of its
- * keys and before the next run's (a bound like "\uffff" would miss step ids with characters above it, e.g. emoji).
- */
-function afterRun(owner: number, runId: string): Key {
-  return [owner, `${runId}\u0000`];
 }
 
 function decodeOutcome(key: Key, value: unknown): OutcomeRecord {

@@ -6,7 +6,8 @@ import type { EntryWriter } from "../memory/entry-writer.js";
 import type { Storage } from "../storage/database.js";
 import { newEntry, type EntryStore, type WrittenEntry } from "../storage/entry-store.js";
 import { decodeOptional } from "../storage/record-codec.js";
-import { PLANNING_LIMITS, decodeConcept, newRecordVersion, runRange, type ConceptRecord } from "./planning-records.js";
+import { PLANNING_LIMITS, decodeConcept, newRecordVersion, type ConceptRecord } from "./planning-records.js";
+import { runRange } from "../storage/key-range.js";
 
 export interface ConceptDefinition {
   readonly owner: number;

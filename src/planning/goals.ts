@@ -5,7 +5,8 @@ import type { EventBus } from "../events/event-bus.js";
 import { nextSequence, type Storage } from "../storage/database.js";
 import { decodeOptional } from "../storage/record-codec.js";
 import { invalidArgument, notFound, quoted } from "../platform/errors.js";
-import { PLANNING_LIMITS, decodeGoal, goalIdOf, newRecordVersion, runRange, seqOfGoalId, type GoalPriority, type GoalRecord, type GoalStatus } from "./planning-records.js";
+import { PLANNING_LIMITS, decodeGoal, goalIdOf, newRecordVersion, seqOfGoalId, type GoalPriority, type GoalRecord, type GoalStatus } from "./planning-records.js";
+import { runRange } from "../storage/key-range.js";
 
 export interface NewGoal {
   readonly owner: number;

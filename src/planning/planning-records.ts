@@ -198,7 +198,3 @@ export function decodeCycle(key: Key, value: unknown): CycleRecord {
   };
 }
 
-/** The key range of one owner's run in a database keyed [owner, run_id, …]: ids never contain NUL. */
-export function runRange(owner: number, runId: string): { start: Key; end: Key } {
-  return { start: [owner, runId], end: [owner, `${runId}\u0000`] };
-}

@@ -9,8 +9,9 @@ import { ActionLog } from "./action-log.js";
 import { Concepts } from "./concepts.js";
 import { Goals, openGoals } from "./goals.js";
 import { goalMessage, variableMessage } from "./messages.js";
-import { PLANNING_LIMITS, runRange } from "./planning-records.js";
+import { PLANNING_LIMITS } from "./planning-records.js";
 import { Variables } from "./variables.js";
+import { runRange } from "../storage/key-range.js";
 
 export interface PlanningDeps {
   readonly storage: Storage;

@@ -5,7 +5,8 @@ import type { EventBus } from "../events/event-bus.js";
 import { nextSequence, type Storage } from "../storage/database.js";
 import { decodeOptional } from "../storage/record-codec.js";
 import { quoted } from "../platform/errors.js";
-import { PLANNING_LIMITS, decodeVariable, newRecordVersion, runRange, type VarType, type VariableRecord, type VariableSource } from "./planning-records.js";
+import { PLANNING_LIMITS, decodeVariable, newRecordVersion, type VarType, type VariableRecord, type VariableSource } from "./planning-records.js";
+import { runRange } from "../storage/key-range.js";
 
 export interface VariableWrite {
   readonly owner: number;

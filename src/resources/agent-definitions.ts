@@ -9,6 +9,7 @@ import type { EventBus } from "../events/event-bus.js";
 import { RESOURCE_RECORD_VERSION, decodeAgentDefinition, projectSeqOf, type AgentDefinitionRecord, type PromptVersionRecord } from "./resource-records.js";
 import type { Prompts } from "./prompts.js";
 import type { ProjectPlane } from "./projects.js";
+import { prefixRange } from "../storage/key-range.js";
 
 /** Engram design: agent definitions one project may hold. */
 export const MAX_AGENTS_PER_PROJECT = 500;
@@ -79,7 +80,7 @@ export class AgentDefinitions {
   list(owner: number, projectId: string): AgentDefinitionView[] | undefined {
     if (!this.#projectExists(owner, projectId)) return undefined;
     const views: AgentDefinitionView[] = [];
-    for (const { key, value } of this.#storage.dbs.agentDefinitions.getRange(projectRange(owner, projectId))) {
+    for (const { key, value } of this.#storage.dbs.agentDefinitions.getRange(prefixRange([owner, projectId]))) {
       const record = decodeAgentDefinition(key, value);
       views.push({ record, activePrompt: this.#prompts.active({ owner, projectId, agentId: record.agentId }) });
     }
@@ -91,7 +92,7 @@ export class AgentDefinitions {
   }
 
   idsOf(owner: number, projectId: string): string[] {
-    return [...this.#storage.dbs.agentDefinitions.getKeys(projectRange(owner, projectId))].map((key) => (key as [number, string, string])[2]);
+    return [...this.#storage.dbs.agentDefinitions.getKeys(prefixRange([owner, projectId]))].map((key) => (key as [number, string, string])[2]);
   }
 
   async update(owner: number, projectId: string, agentId: string, change: AgentChange): Promise<AgentDefinitionView> {
@@ -145,8 +146,4 @@ export class AgentDefinitions {
   #announce(type: string, owner: number, projectId: string, agentId: string): void {
     this.#events.publish({ type, owner, runId: "", agentId, payload: JSON.stringify({ project_id: projectId, agent_id: agentId }) });
   }
-}
-
-function projectRange(owner: number, projectId: string): { start: [number, string]; end: [number, string] } {
-  return { start: [owner, projectId], end: [owner, `${projectId}\u0000`] };
 }

@@ -1,7 +1,7 @@
 // Asking a chat model for an improved prompt or skill instructions: a bounded prompt built from the current text and
 // the evidence, a per-call timeout, and a reply validated as JSON `{"content": "...", "summary": "...", "confidence": n}`.
 // Never throws because of the model: a failure is returned as a short reason for the caller's fallback.
-import { ChatError, type ChatCompleter } from "../retrieval/llm/chat-client.js";
+import { ChatError, untilAborted, type ChatCompleter } from "../retrieval/llm/chat-client.js";
 import { extractObject } from "../retrieval/llm/answer-synthesizer.js";
 import { outcomeLine, type Evidence } from "./optimizer-evidence.js";
 
@@ -93,23 +93,4 @@ function userPrompt(target: Target, evidence: Evidence): string {
     "",
     `Outcomes: ${outcomeLine(evidence) || "none recorded"}`,
   ].join("\n");
-}
-
-/** Settles with the call, or rejects as soon as `signal` aborts. */
-function untilAborted<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-    call.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }

@@ -18,6 +18,7 @@ import {
   type VersionSource,
   type VersionStatus,
 } from "./resource-records.js";
+import { prefixRange } from "../storage/key-range.js";
 
 /** One agent's prompt: the caller, the agent's project ("" for a project-less agent) and the agent id. */
 export interface AgentRef {
@@ -72,7 +73,7 @@ export class Prompts {
       if (dbs.agentDefinitions.get([owner, projectId, agentId]) === undefined) throw notFound(`agent ${quoted(agentId)} in project ${quoted(projectId)}`);
       return projectId;
     }
-    const found = [...dbs.agentDefinitionsByAgent.getKeys({ start: [owner, agentId], end: [owner, `${agentId}\u0000`], limit: 2 })];
+    const found = [...dbs.agentDefinitionsByAgent.getKeys({ ...prefixRange([owner, agentId]), limit: 2 })];
     if (found.length > 1) throw invalidArgument("project_id", `is required: several of your projects define agent ${quoted(agentId)}`);
     const only = found[0] as [number, string, string] | undefined;
     return only === undefined ? "" : only[2];

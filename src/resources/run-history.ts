@@ -8,6 +8,7 @@ import type { Catalog } from "../retrieval/catalog.js";
 import type { RunDirectory } from "../runs/run-directory.js";
 import type { Storage } from "../storage/database.js";
 import { decodePromptVersion } from "./resource-records.js";
+import { prefixRange } from "../storage/key-range.js";
 
 /** Runs of one project a listing reads (in run id order) to order them by activity: a bound on one call's work. */
 const MAX_PROJECT_RUNS = 10_000;
@@ -136,7 +137,7 @@ export class RunHistory {
   /** Creation and activation times of every prompt version of the project's agents. */
   #promptChanges(owner: number, projectId: string): PromptChange[] {
     const changes: PromptChange[] = [];
-    for (const { key, value } of this.#storage.dbs.promptVersions.getRange({ start: [owner, projectId], end: [owner, `${projectId}\u0000`] })) {
+    for (const { key, value } of this.#storage.dbs.promptVersions.getRange(prefixRange([owner, projectId]))) {
       const version = decodePromptVersion(key, value);
       changes.push({ createdAt: version.createdAt, activatedAt: version.activatedAt });
     }

@@ -28,6 +28,7 @@ import {
   type SkillVersionRecord,
   type VersionStatus,
 } from "./skill-record.js";
+import { prefixRange } from "../storage/key-range.js";
 
 /** The project plane, as skills see it: whether a project, and an agent in it, exist (read inside transactions). */
 export interface SkillProjects {
@@ -114,7 +115,7 @@ export class Skills {
   list(owner: number, projectId: string, agentId: string, limit: number): SkillView[] {
     if (!this.#projects.projectExists(owner, projectId)) throw notFound(`project ${projectId}`);
     const found: SkillRecord[] = [];
-    for (const { key, value } of this.#storage.dbs.skillNames.getRange({ start: [owner, projectId], end: [owner, `${projectId}\u0000`] })) {
+    for (const { key, value } of this.#storage.dbs.skillNames.getRange(prefixRange([owner, projectId]))) {
       const skill = this.#skill(owner, decodeSkillName(key, value).skillId);
       if (skill !== undefined && (agentId === "" || skill.agentId === "" || skill.agentId === agentId)) found.push(skill);
     }
@@ -334,7 +335,7 @@ export class Skills {
 export function skillsProjectPlane(storage: Storage): ProjectPlane {
   return {
     name: "skills",
-    countOfProject: (owner, projectId) => storage.dbs.skillNames.getKeysCount({ start: [owner, projectId], end: [owner, `${projectId}\u0000`] }),
+    countOfProject: (owner, projectId) => storage.dbs.skillNames.getKeysCount(prefixRange([owner, projectId])),
     deleteOfProjectInTransaction: (owner, projectId) => deleteSkillsOfProjectInTransaction(storage, owner, projectId),
     deleteOfAgentInTransaction: (owner, projectId, agentId) => deleteSkillsOfAgentInTransaction(storage, owner, projectId, agentId),
   };
@@ -345,13 +346,13 @@ export function skillsProjectPlane(storage: Storage): ProjectPlane {
  * project. Returns how many skills were deleted.
  */
 export function deleteSkillsOfProjectInTransaction(storage: Storage, owner: number, projectId: string): number {
-  return deleteSkillsUnder(storage, { start: [owner, projectId], end: [owner, `${projectId}\u0000`] });
+  return deleteSkillsUnder(storage, prefixRange([owner, projectId]));
 }
 
 /** Deletes the skills bound to one agent of a project (not the shared ones); inside the agent's deleting transaction. */
 export function deleteSkillsOfAgentInTransaction(storage: Storage, owner: number, projectId: string, agentId: string): number {
   if (agentId === "") return 0;
-  return deleteSkillsUnder(storage, { start: [owner, projectId, agentId], end: [owner, projectId, `${agentId}\u0000`] });
+  return deleteSkillsUnder(storage, prefixRange([owner, projectId, agentId]));
 }
 
 function deleteSkillsUnder(storage: Storage, range: { start: Key; end: Key }): number {

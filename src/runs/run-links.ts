@@ -7,6 +7,7 @@ import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import { decodeOptional } from "../storage/record-codec.js";
 import { RUN_LINK_RECORD_VERSION, decodeRunLink, type RunLinkRecord } from "./run-link-record.js";
+import { runRange } from "../storage/key-range.js";
 
 /** Most runs one run may have linked under it: reads with linked runs search at most this many more runs. */
 export const MAX_LINKED_RUNS = 100;
@@ -17,10 +18,6 @@ export interface LinkedScope {
   readonly linkedRunIds: readonly string[];
 }
 
-/** Keys [owner, runId, x] for every x: ids never hold NUL, so [owner, `${runId}\0`] ends the range. */
-function runRange(owner: number, runId: string): { start: Key; end: Key } {
-  return { start: [owner, runId], end: [owner, `${runId}\u0000`] };
-}
 
 /** The other run of a link key [owner, run, other]. */
 function thirdOf(key: Key): string {

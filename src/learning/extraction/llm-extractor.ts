@@ -5,7 +5,7 @@
 // requested JSON, or a reply with no usable lesson while the fallback finds some all return the fallback's extraction
 // with `degraded` set and a short `fallbackReason` (no API key, at most a short snippet of what the provider said).
 import { IMPORTANCE_LEVELS, LESSON_TYPES, type Importance, type LessonType } from "../../storage/entry-record.js";
-import { ChatError, type ChatCompleter, type ChatMessage } from "../../retrieval/llm/chat-client.js";
+import { ChatError, untilAborted, type ChatCompleter, type ChatMessage } from "../../retrieval/llm/chat-client.js";
 import type { EvidenceItem, Extraction, LessonExtractor } from "../evidence.js";
 import { candidateOf, dedupeLessons, extractionOf, roundConfidence, summaryOf, type Draft } from "./lesson-drafts.js";
 import { mayTeach } from "./lesson-text.js";
@@ -102,24 +102,6 @@ export class LlmExtractor implements LessonExtractor {
   }
 }
 
-/** Settles with the call, or rejects as soon as `signal` aborts: a provider that ignores the signal cannot hold us up. */
-function untilAborted<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-    call.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (e: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
 
 /** Why the call failed, in a few words: "timeout", "cancelled", "HTTP 503", "error: …". */
 function callFailure(e: unknown, timeout: AbortSignal, caller: AbortSignal | undefined): string {

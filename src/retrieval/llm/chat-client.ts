@@ -240,3 +240,25 @@ export class ChatClient implements ChatCompleter {
     return new ChatError(error.message.split(key).join("[redacted]"), error.outcome, error.status);
   }
 }
+
+/**
+ * Settles with the call, or rejects as soon as `signal` aborts: a provider (or a test's completer) that ignores the
+ * signal cannot hold the caller past its time bound.
+ */
+export function untilAborted<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    call.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
