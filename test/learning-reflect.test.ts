@@ -2,8 +2,8 @@
 // validation gate's four decisions, lesson listing (filters, paging, GET), promotion resolution, strategies,
 // diagnosis, and two users who never see, change, credit, merge into or quarantine each other's lessons.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callerFor, restCaller, TRANSPORTS, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
-import { evidenceOf, expectInvalid, idsOf, ingestAndWait, ok, RPC } from "./harness/memory.js";
+import { callerFor, restCaller, TRANSPORTS, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
+import { evidenceOf, expectInvalid, idsOf, ingestAndWait, ok, RPC, expectCode } from "./harness/memory.js";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 
@@ -90,10 +90,6 @@ async function lessonById(key: string, id: string): Promise<JsonObject> {
   return found as JsonObject;
 }
 
-function expectCode(r: CallResult, code: string, status: number): void {
-  expect(r.code, `${code} expected, got ${r.code}: ${r.message}`).toBe(code);
-  if (r.status !== undefined) expect(r.status).toBe(status);
-}
 
 async function queryIds(key: string, runId: string, query: string): Promise<string[]> {
   return idsOf(evidenceOf(await ok(rest, RPC.query, { run_id: runId, query, limit: 50 }, key)));

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { TRANSPORTS, connectCaller, grpcStream, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
-import { RPC, evidenceOf, expectInvalid, ok } from "./harness/memory.js";
+import { RPC, evidenceOf, expectInvalid, ok, expectCode } from "./harness/memory.js";
 import { CallerPool, freshUsers } from "./harness/caller-pool.js";
 
 const P = {
@@ -48,10 +48,6 @@ function num(value: unknown): number {
   return Number(value);
 }
 
-function expectCode(r: CallResult, code: string, status: number): void {
-  expect(r.code, r.message).toBe(code);
-  if (r.status !== undefined) expect(r.status).toBe(status);
-}
 
 function variableOf(body: JsonObject): JsonObject {
   return body["variable"] as JsonObject;

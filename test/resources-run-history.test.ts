@@ -4,8 +4,8 @@
 // as they were.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
-import { TRANSPORTS, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
-import { expectInvalid, ingestAndWait, ok } from "./harness/memory.js";
+import { TRANSPORTS, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
+import { expectInvalid, ingestAndWait, ok, expectCode } from "./harness/memory.js";
 import { CallerPool, freshUsers } from "./harness/caller-pool.js";
 
 const R = {
@@ -35,10 +35,6 @@ afterAll(async () => {
   await server.close();
 });
 
-function expectCode(r: CallResult, code: string, status: number): void {
-  expect(r.code, r.message).toBe(code);
-  if (r.status !== undefined) expect(r.status).toBe(status);
-}
 
 const obj = (body: JsonObject, field: string): JsonObject => body[field] as JsonObject;
 const runsOf = (body: JsonObject): JsonObject[] => (body["runs"] as JsonObject[] | undefined) ?? [];

@@ -4,8 +4,8 @@
 // it in one transaction), two-user isolation of every route, and all or nothing under a failure at every write.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
-import { TRANSPORTS, grpcStream, type Caller, type CallResult, type JsonObject, type TransportName } from "./harness/callers.js";
-import { expectInvalid, ok } from "./harness/memory.js";
+import { TRANSPORTS, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
+import { expectInvalid, ok, expectCode } from "./harness/memory.js";
 import { CallerPool, freshUsers } from "./harness/caller-pool.js";
 
 const R = {
@@ -42,10 +42,6 @@ afterAll(async () => {
   await server.close();
 });
 
-function expectCode(r: CallResult, code: string, status: number): void {
-  expect(r.code, r.message).toBe(code);
-  if (r.status !== undefined) expect(r.status).toBe(status);
-}
 
 const obj = (body: JsonObject, field: string): JsonObject => body[field] as JsonObject;
 const versionsOf = (body: JsonObject): JsonObject[] => (body["versions"] as JsonObject[] | undefined) ?? [];

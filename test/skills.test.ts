@@ -7,8 +7,8 @@ import { Client } from "@mubit-ai/sdk";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 import { CallerPool } from "./harness/caller-pool.js";
-import { TRANSPORTS, grpcStream, type Caller, type CallResult, type JsonObject } from "./harness/callers.js";
-import { expectInvalid, ok } from "./harness/memory.js";
+import { TRANSPORTS, grpcStream, type Caller, type JsonObject } from "./harness/callers.js";
+import { expectInvalid, ok, expectCode } from "./harness/memory.js";
 
 const R = (method: string): string => `engram.v2.ResourcesService/${method}`;
 const SK = {
@@ -62,10 +62,6 @@ function statuses(versions: readonly JsonObject[]): string[] {
 }
 
 /** A refusal with its code, and over REST and Connect its HTTP status. */
-function expectCode(r: CallResult, code: string, status: number): void {
-  expect(r.code, r.message).toBe(code);
-  if (r.status !== undefined) expect(r.status).toBe(status);
-}
 
 describe.each(TRANSPORTS)("skills over %s", (transport) => {
   it("create, get, list, update, versions, activate (rollback), diff and delete", async () => {

@@ -44,6 +44,12 @@ export function expectInvalid(r: CallResult, field: string): void {
   expect(r.message).toMatch(new RegExp(`(^|\\] )${escapeRegExp(field)}:`));
 }
 
+/** The call failed with this code, and over REST with this HTTP status. */
+export function expectCode(r: CallResult, code: string, status: number): void {
+  expect(r.code, `${code} expected, got ${r.code}: ${r.message}`).toBe(code);
+  if (r.status !== undefined) expect(r.status).toBe(status);
+}
+
 export function evidenceOf(body: JsonObject): JsonObject[] {
   return body["evidence"] as JsonObject[];
 }
