@@ -69,6 +69,15 @@ it("every write route answers only after its own flush", async () => {
     ["scratchpad write", "engram.v2.CoreService/WriteScratchpad", { session_id: "d", key: "k", content: "v" }],
     ["acl grant", "engram.v2.CoreService/GrantPermission", { principal_type: "agent", principal_id: "a1", run_id: "d", permission: "read" }],
     ["user creation", "engram.v2.AuthService/CreateUser", { username: "durable-user" }],
+    ["reflect", "engram.v2.LearningService/Reflect", { run_id: "d", lessons: [{ content: "Rotate the deploy key monthly." }] }],
+    ["step_outcome", "engram.v2.LearningService/RecordStepOutcome", { run_id: "d", step_id: "s1", outcome: "success" }],
+    ["outcome", "engram.v2.LearningService/RecordOutcome", { run_id: "d", outcome: "success", idempotency_key: "durable" }],
+    ["runs/link", "engram.v2.RunsService/LinkRun", { run_id: "d", linked_run_id: "d-child" }],
+    ["agents/register", "engram.v2.CoordinationService/RegisterAgent", { run_id: "d", agent_id: "a1" }],
+    ["handoff", "engram.v2.CoordinationService/CreateHandoff", { run_id: "d", task_id: "t", from_agent_id: "a1", to_agent_id: "a2", content: "c" }],
+    ["variables/set", "engram.v2.PlanningService/SetVariable", { run_id: "d", name: "v", value_json: "1" }],
+    ["sessions/create", "engram.v2.SessionsService/CreateControlSession", { run_id: "d-session" }],
+    ["projects", "engram.v2.ResourcesService/CreateProject", { name: "durable-project" }],
   ];
   for (const [name, rpc, request] of writes) {
     const { ms, body } = await timed(rpc, request);
