@@ -57,10 +57,22 @@ function withSpecGrpcMessage(uRes: UniversalServerResponse): UniversalServerResp
   };
 }
 
-export function requestListener(router: ConnectRouter, gateway: HttpGateway, logger: Logger): RequestListener {
+/** A listener served at one exact path of the main port beside the RPCs and the gateway (`/mcp`, `/openapi.json`). */
+export interface Mount {
+  readonly path: string;
+  readonly listener: RequestListener;
+}
+
+export function requestListener(router: ConnectRouter, gateway: HttpGateway, logger: Logger, mounts: readonly Mount[] = []): RequestListener {
   const rpcPaths = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  const mounted = new Map(mounts.map((m) => [m.path, m.listener]));
   return (req, res) => {
     const path = (req.url ?? "").split("?", 1)[0] ?? "";
+    const mount = mounted.get(path);
+    if (mount !== undefined) {
+      mount(req, res);
+      return;
+    }
     const handler = rpcPaths.get(path);
     if (handler === undefined) {
       void gateway.handle(req, res);
