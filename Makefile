@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning clean c-compiler
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning clean c-compiler chromium
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -23,6 +23,8 @@ check-generated: generate
 
 build: generate
 	npx tsc -p tsconfig.build.json
+	# The web console (console/): Vite bundles it into dist/console, which the console port serves.
+	npx vite build --config console/vite.config.ts
 
 run: build
 	node dist/src/serve.js
@@ -33,12 +35,17 @@ lint: install
 
 typecheck: install
 	npx tsc -p tsconfig.json --noEmit
+	npx tsc -p console/tsconfig.json --noEmit
 
 # The durability test preloads a small C shim that slows every fsync; it needs a C compiler.
 c-compiler:
 	@command -v cc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev; }
 
-test: check-generated lint typecheck build c-compiler
+# The console's browser test drives Debian's chromium through playwright-core.
+chromium:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: check-generated lint typecheck build c-compiler chromium
 	node scripts/run-tests.mjs
 
 bench: build

@@ -73,6 +73,7 @@ const adminKey = mintApiKey("local").key;
 const config = loadConfig({
   SERVICE_ADMIN_KEY: adminKey,
   SERVICE_PORT: "0",
+  SERVICE_CONSOLE_PORT: "0",
   SERVICE_HOST: "127.0.0.1",
   SERVICE_DATA_DIR: dataDir,
   SERVICE_LOG_LEVEL: "silent",

@@ -84,9 +84,12 @@ import { Projects, type ProjectPlane } from "./resources/projects.js";
 import { Skills, skillsProjectPlane } from "./resources/skills-store.js";
 import { Optimizer } from "./resources/optimizer.js";
 import { RunHistory } from "./resources/run-history.js";
+import { startConsole, type ConsoleServer } from "./console/console-server.js";
 
 export interface Engram {
   readonly port: number;
+  /** The web console's port; 0 when SERVICE_CONSOLE_PORT=0 disables it. */
+  readonly consolePort: number;
   /** Test-only hooks: inject a write failure, digest the store, wait for background purges. */
   readonly testHooks: {
     readonly writeFaults: WriteFaults;
@@ -104,6 +107,8 @@ export interface Engram {
 
 export interface StartOptions {
   readonly logger?: Logger;
+  /** The console's clock (session expiry, metric samples); tests pass a fake one instead of waiting. */
+  readonly now?: () => number;
 }
 
 export async function startEngram(config: Config, options: StartOptions = {}): Promise<Engram> {
@@ -218,15 +223,20 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host, config);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
+  let consoleServer: ConsoleServer | undefined;
   try {
+    if (config.consolePort !== 0) {
+      consoleServer = await startConsole({ config, authenticator, readiness, metrics, logger, dataPlanePort: server.port, now: options.now ?? Date.now });
+    }
     await index.load();
     await core.load();
     readiness.enter("acl_rebuild_in_progress");
     logger.info({ grants: acl.rebuild() }, "access grants loaded");
     await index.prewarmSparse(readiness);
   } catch (e: unknown) {
-    // A store this build cannot read (a record of another schema version, a corrupt record) stops start-up; release
-    // the port and the environment so that the caller can report it and exit cleanly.
+    // A store this build cannot read (a record of another schema version, a corrupt record), or a console port in use,
+    // stops start-up; release the ports and the environment so that the caller can report it and exit cleanly.
+    await consoleServer?.close();
     await server.close();
     index.close();
     core.close();
@@ -240,6 +250,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
 
   return {
     port: server.port,
+    consolePort: consoleServer?.port ?? 0,
     testHooks: {
       writeFaults: storage.faults,
       fingerprint: () => storage.fingerprint(),
@@ -253,6 +264,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     metrics,
     logger,
     async close() {
+      await consoleServer?.close();
       await server.close();
       await ingest.stop();
       livenessWatch.stop();

@@ -20,7 +20,7 @@ let adminKey: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "engram-client-"));
   engram = await startEngram(
-    loadConfig({ SERVICE_PORT: "0", SERVICE_HOST: "127.0.0.1", SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: "silent" }),
+    loadConfig({ SERVICE_PORT: "0", SERVICE_CONSOLE_PORT: "0", SERVICE_HOST: "127.0.0.1", SERVICE_DATA_DIR: dir, SERVICE_LOG_LEVEL: "silent" }),
   );
   endpoint = `http://127.0.0.1:${engram.port}`;
   adminKey = (await readFile(path.join(dir, "admin.key"), "utf8")).trim();

@@ -159,6 +159,8 @@ export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000
   const childEnv = { ...process.env };
   Object.assign(childEnv, {
     SERVICE_PORT: String(port),
+    // Benchmarks measure the data plane; a console on 8080 would also clash between concurrent servers.
+    SERVICE_CONSOLE_PORT: "0",
     SERVICE_HOST: HOST,
     SERVICE_DATA_DIR: dataDir,
     SERVICE_ADMIN_KEY: key,

@@ -40,6 +40,16 @@ export interface Config {
   readonly agentIdleAfterMs: number;
   /** An agent whose last heartbeat is this old reads `gone` (SERVICE_AGENT_GONE_AFTER_MS). */
   readonly agentGoneAfterMs: number;
+  /** The web console's own port, on `host` (SERVICE_CONSOLE_PORT); 0 disables the console. */
+  readonly consolePort: number;
+  /** A console session unused for this long ends (SERVICE_CONSOLE_SESSION_IDLE_MS). */
+  readonly consoleSessionIdleMs: number;
+  /** A console session ends this long after sign-in, however busy (SERVICE_CONSOLE_SESSION_MAX_MS). */
+  readonly consoleSessionMaxMs: number;
+  /** Console sessions held at once; signing in beyond it ends the least recently used (SERVICE_CONSOLE_MAX_SESSIONS). */
+  readonly consoleMaxSessions: number;
+  /** The built console (SERVICE_CONSOLE_ASSETS_DIR); undefined means dist/console of the package. */
+  readonly consoleAssetsDir: string | undefined;
 }
 
 export interface ProviderConfig {
@@ -129,6 +139,22 @@ function connectionTimeouts(env: Env): Pick<Config, "headersTimeoutMs" | "reques
   return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs: integer(env, "SERVICE_IDLE_TIMEOUT_MS", 65_000, 50, 3_600_000) };
 }
 
+type ConsoleConfig = Pick<Config, "consolePort" | "consoleSessionIdleMs" | "consoleSessionMaxMs" | "consoleMaxSessions" | "consoleAssetsDir">;
+
+function consoleConfig(env: Env, port: number): ConsoleConfig {
+  const consolePort = integer(env, "SERVICE_CONSOLE_PORT", 8080, 0, 65535);
+  // Port 0 for the data plane means "any free port", which never collides; equal fixed ports always would.
+  if (consolePort !== 0 && consolePort === port) throw new ConfigError("SERVICE_CONSOLE_PORT must differ from SERVICE_PORT");
+  const assetsDir = env["SERVICE_CONSOLE_ASSETS_DIR"]?.trim();
+  return {
+    consolePort,
+    consoleSessionIdleMs: integer(env, "SERVICE_CONSOLE_SESSION_IDLE_MS", 1_800_000, 1000, 2_592_000_000),
+    consoleSessionMaxMs: integer(env, "SERVICE_CONSOLE_SESSION_MAX_MS", 43_200_000, 1000, 2_592_000_000),
+    consoleMaxSessions: integer(env, "SERVICE_CONSOLE_MAX_SESSIONS", 1000, 1, 1_000_000),
+    consoleAssetsDir: assetsDir === undefined || assetsDir === "" ? undefined : path.resolve(assetsDir),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const instanceTag = text(env, "SERVICE_INSTANCE_TAG", "local");
   if (!INSTANCE_TAG.test(instanceTag)) {
@@ -139,8 +165,9 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`SERVICE_LOG_LEVEL must be one of ${[...LOG_LEVELS].join(", ")}`);
   }
   const adminKey = env["SERVICE_ADMIN_KEY"]?.trim() || undefined;
+  const port = integer(env, "SERVICE_PORT", 3000, 0, 65535);
   return Object.freeze({
-    port: integer(env, "SERVICE_PORT", 3000, 0, 65535),
+    port,
     host: text(env, "SERVICE_HOST", "0.0.0.0"),
     dataDir: path.resolve(text(env, "SERVICE_DATA_DIR", "./data")),
     instanceTag,
@@ -158,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     coreAllowAll: bool(env, "SERVICE_CORE_ALLOW_ALL"),
     agentIdleAfterMs: integer(env, "SERVICE_AGENT_IDLE_AFTER_MS", 120_000, 0, 86_400_000),
     agentGoneAfterMs: integer(env, "SERVICE_AGENT_GONE_AFTER_MS", 1_800_000, 0, 2_592_000_000),
+    ...consoleConfig(env, port),
     coreAllowedRoutes: Object.freeze(
       (env["SERVICE_CORE_ALLOWED_ROUTES"] ?? "")
         .split(",")

@@ -47,7 +47,8 @@ export interface ChildServer {
 export async function startChild(env: Record<string, string>): Promise<ChildServer> {
   const port = await freePort();
   const child = spawn(process.execPath, [ENTRY], {
-    env: { PATH: process.env["PATH"] ?? "", SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), ...env },
+    // No child binds the console's default port 8080 unless the caller asks for a console.
+    env: { PATH: process.env["PATH"] ?? "", SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), SERVICE_CONSOLE_PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -31,6 +31,8 @@ export async function startTestServer(env: Record<string, string> = {}, dataDir 
     SERVICE_HOST: "127.0.0.1",
     SERVICE_DATA_DIR: dataDir,
     SERVICE_LOG_LEVEL: "silent",
+    // No test binds the console's default port 8080 unless it asks for a console.
+    SERVICE_CONSOLE_PORT: "0",
     ...env,
   });
   const engram = await startEngram(config, { logger: createLogger("silent") });
