@@ -23,7 +23,9 @@ import { authInterceptor } from "./transport/interceptors/auth.js";
 import { observeInterceptor } from "./transport/interceptors/observe.js";
 import { readinessInterceptor } from "./transport/interceptors/readiness.js";
 import { policyInterceptor } from "./transport/interceptors/policy.js";
-import { createRouter, requestListener } from "./transport/rpc-router.js";
+import { createRouter, requestListener, type Mount } from "./transport/rpc-router.js";
+import { mcpMount } from "./mcp/http-mount.js";
+import { openApiMount } from "./openapi/openapi-mount.js";
 import { HttpGateway } from "./transport/gateway/gateway.js";
 import { listenOnePort } from "./transport/one-port-server.js";
 import { healthService } from "./services/health/health-service.js";
@@ -220,7 +222,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
-  const server = await listenOnePort(requestListener(router, gateway, logger), config.port, config.host, config);
+  const mounts: Mount[] = [mcpMount({ authenticator, maxRequestBytes: config.maxRequestBytes, logger }), openApiMount(served, logger)];
+  const server = await listenOnePort(requestListener(router, gateway, logger, mounts), config.port, config.host, config);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
   let consoleServer: ConsoleServer | undefined;

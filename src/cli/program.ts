@@ -1,4 +1,4 @@
-// The `engram` command tree: `serve`, `users …`, `remember`, `recall`, with the client options shared by all.
+// The `engram` command tree: `serve`, `users …`, `remember`, `recall`, `mcp`, with the client options shared by all.
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createEngramClient, type EngramClient } from "../client/engram-client.js";
 import type { TransportKind } from "../client/options.js";
@@ -136,6 +136,18 @@ function addRecallCommand(program: Command): void {
     });
 }
 
+function addMcpCommand(program: Command): void {
+  program
+    .command("mcp")
+    .description("serve the Model Context Protocol on stdin/stdout (for MCP clients that spawn a command), calling the server at --endpoint with --api-key; stdout carries only protocol messages")
+    .action(async (_opts: object, command: Command) => {
+      const client = clientOf(command);
+      // Loaded on demand, so other commands do not load the MCP SDK.
+      const { serveMcpOverStdio } = await import("../mcp/stdio.js");
+      await serveMcpOverStdio(client);
+    });
+}
+
 export function buildProgram(): Command {
   const program = new Command("engram")
     .description("Engram: a memory store for agents. Client commands print JSON responses on stdout.")
@@ -160,5 +172,6 @@ export function buildProgram(): Command {
   addUsersCommands(program);
   addRememberCommand(program);
   addRecallCommand(program);
+  addMcpCommand(program);
   return program;
 }

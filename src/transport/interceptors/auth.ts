@@ -4,7 +4,7 @@ import type { Authenticator } from "../../auth/authenticator.js";
 import { principalKey } from "../../auth/principal.js";
 
 /** Services served without an API key: the health probes and gRPC reflection. */
-const PUBLIC_SERVICES = new Set(["engram.v2.HealthService", "grpc.reflection.v1.ServerReflection"]);
+export const PUBLIC_SERVICES: ReadonlySet<string> = new Set(["engram.v2.HealthService", "grpc.reflection.v1.ServerReflection"]);
 
 export function authInterceptor(authenticator: Authenticator): Interceptor {
   return (next) => async (req) => {
