@@ -2,7 +2,8 @@
 // plane needs goes through: never the browser's cookies or an Authorization header of its own.
 import http from "node:http";
 import { pipeline } from "node:stream/promises";
-import { readBoundedBody, sendJson, tooLarge } from "./console-http.js";
+import { readBoundedBody } from "../transport/request-body.js";
+import { sendJson, tooLarge } from "./console-http.js";
 
 export interface DataPlaneAddress {
   /** The data plane's host setting; a wildcard address is reached on loopback. */

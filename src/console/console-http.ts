@@ -1,6 +1,6 @@
 // Small request and response helpers shared by the console's routes: JSON answers, bounded bodies, cookies, origin.
 import type http from "node:http";
-import { abandonBody, bodyChunks, declaredTooLarge } from "../transport/request-body.js";
+import { abandonBody } from "../transport/request-body.js";
 
 export const SESSION_COOKIE = "engram_console";
 
@@ -27,22 +27,6 @@ export function refuse(req: http.IncomingMessage, res: http.ServerResponse, stat
 export function methodNotAllowed(req: http.IncomingMessage, res: http.ServerResponse, allowed: readonly string[]): void {
   res.setHeader("allow", allowed.join(", "));
   refuse(req, res, 405, { error: `${req.method ?? ""} is not allowed here; use ${allowed.join(" or ")}` });
-}
-
-/** The whole body, or "too_large" as soon as it is known to exceed `maxBytes` (the rest is then drained or cut). */
-export async function readBoundedBody(req: http.IncomingMessage, res: http.ServerResponse, maxBytes: number): Promise<Buffer | "too_large"> {
-  if (declaredTooLarge(req, maxBytes)) {
-    abandonBody(req, res);
-    return "too_large";
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of bodyChunks(req, res)) {
-    size += chunk.byteLength;
-    if (size > maxBytes) return "too_large";
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 export function tooLarge(res: http.ServerResponse, maxBytes: number): void {

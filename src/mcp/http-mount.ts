@@ -11,7 +11,7 @@ import { boundedMessage } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
 import { HttpResponder } from "../transport/gateway/responder.js";
 import { MAX_JSON_DEPTH, jsonDepth } from "../transport/json-depth.js";
-import { abandonBody, bodyChunks, declaredTooLarge, type NodeRequest, type NodeResponse } from "../transport/request-body.js";
+import { abandonBody, readBoundedBody, type NodeRequest, type NodeResponse } from "../transport/request-body.js";
 import type { Mount } from "../transport/rpc-router.js";
 import { createMcpServer } from "./mcp-server.js";
 
@@ -32,24 +32,6 @@ export interface McpMountOptions {
 /** An HTTP error answered before MCP is involved, with the JSON-RPC error body MCP clients read. */
 function refuse(out: HttpResponder, status: number, code: number, message: string): void {
   out.send(status, "application/json", JSON.stringify({ jsonrpc: "2.0", error: { code, message: boundedMessage(message) }, id: null }));
-}
-
-class BodyTooLarge extends Error {}
-
-/** The whole body, up to maxBytes; past that, the rest is left to abandonBody and BodyTooLarge is thrown. */
-async function readBody(req: NodeRequest, res: NodeResponse, maxBytes: number): Promise<Buffer> {
-  if (declaredTooLarge(req, maxBytes)) {
-    abandonBody(req, res);
-    throw new BodyTooLarge();
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of bodyChunks(req, res)) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw new BodyTooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 /**
@@ -85,11 +67,8 @@ async function serve(req: NodeRequest, res: NodeResponse, options: McpMountOptio
     refuse(out, 401, SERVER_ERROR, `Unauthorized: ${e.rawMessage}`);
     return;
   }
-  let body: Buffer;
-  try {
-    body = await readBody(req, res, options.maxRequestBytes);
-  } catch (e: unknown) {
-    if (!(e instanceof BodyTooLarge)) throw e;
+  const body = await readBoundedBody(req, res, options.maxRequestBytes);
+  if (body === "too_large") {
     refuse(out, 413, SERVER_ERROR, `Request body is larger than ${options.maxRequestBytes} bytes.`);
     return;
   }

@@ -74,3 +74,22 @@ export async function* bodyChunks(req: NodeRequest, res: NodeResponse): AsyncGen
     if (!ended) abandonBody(req, res, consumed);
   }
 }
+
+/**
+ * The whole body, or "too_large" as soon as it is known to exceed `maxBytes` (by its declared length or by the bytes
+ * read so far); the rest is then drained or the connection closed after the answer, as `abandonBody` decides.
+ */
+export async function readBoundedBody(req: NodeRequest, res: NodeResponse, maxBytes: number): Promise<Buffer | "too_large"> {
+  if (declaredTooLarge(req, maxBytes)) {
+    abandonBody(req, res);
+    return "too_large";
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of bodyChunks(req, res)) {
+    size += chunk.byteLength;
+    if (size > maxBytes) return "too_large";
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}

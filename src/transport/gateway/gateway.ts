@@ -14,7 +14,7 @@ import { boundedMessage, codeFromName, HTTP_STATUS_HEADER, httpStatusOf, quoted 
 import type { Logger } from "../../platform/logger.js";
 import { viaGatewayKey } from "../call-context.js";
 import { isRemovedRpc } from "../removed-rpcs.js";
-import { abandonBody, bodyChunks, declaredTooLarge, type NodeRequest } from "../request-body.js";
+import { abandonBody, readBoundedBody, type NodeRequest } from "../request-body.js";
 import { bindingsOf, RouteTable, type HttpBinding } from "./http-rule.js";
 import { requestJson } from "./request-json.js";
 import { HttpResponder, type NodeResponse } from "./responder.js";
@@ -28,18 +28,9 @@ class BodyTooLarge extends Error {}
 
 /** The whole body, up to maxBytes; past that, the rest is left to abandonBody and BodyTooLarge is thrown. */
 async function readBody(req: NodeRequest, res: NodeResponse, maxBytes: number): Promise<Buffer> {
-  if (declaredTooLarge(req, maxBytes)) {
-    abandonBody(req, res);
-    throw new BodyTooLarge();
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of bodyChunks(req, res)) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw new BodyTooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  const body = await readBoundedBody(req, res, maxBytes);
+  if (body === "too_large") throw new BodyTooLarge();
+  return body;
 }
 
 /** The HTTP status a service asked for with HTTP_STATUS_HEADER, if any. */
