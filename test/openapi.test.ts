@@ -16,7 +16,8 @@ import { createLogger } from "../src/platform/logger.js";
 import { ENGRAM_SERVICES } from "../src/client/services.js";
 import { PLANNED_SERVICES } from "../src/services/planned.js";
 import { OPENAPI_PATH, openApiMount } from "../src/openapi/openapi-mount.js";
-import { builtDocumentPath, documentFromImage, packageRoot, packageVersion, writeDocumentFromImage } from "../src/openapi/document-source.js";
+import { builtDocumentPath, packageRoot } from "../src/platform/build-output.js";
+import { documentFromImage, packageVersion, writeDocumentFromImage } from "../src/openapi/document-source.js";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };

@@ -11,7 +11,8 @@ import { sendJson, sendText } from "./console-http.js";
 import { ConsoleSessions } from "./console-sessions.js";
 import { MetricsSampler } from "./metrics-sampler.js";
 import { setSecurityHeaders } from "./security-headers.js";
-import { StaticFiles, defaultAssetsDir } from "./static-files.js";
+import { builtConsolePath } from "../platform/build-output.js";
+import { StaticFiles } from "./static-files.js";
 
 /** How often the metrics are sampled, and how many samples are kept: one hour. */
 export const SAMPLE_INTERVAL_MS = 5000;
@@ -43,7 +44,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer> {
   const proxy = new ApiProxy({ host: config.host, port: deps.dataPlanePort }, config.maxRequestBytes);
   const sampler = new MetricsSampler(deps.metrics, { intervalMs: SAMPLE_INTERVAL_MS, capacity: SAMPLE_CAPACITY, now: deps.now });
   const api = new ConsoleApi({ sessions, authenticator: deps.authenticator, proxy, sampler, readiness: deps.readiness, logger });
-  const files = new StaticFiles(config.consoleAssetsDir ?? defaultAssetsDir());
+  const files = new StaticFiles(config.consoleAssetsDir ?? builtConsolePath());
 
   const route = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     setSecurityHeaders(res);

@@ -3,7 +3,6 @@
 import fs from "node:fs";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { fileURLToPath } from "node:url";
 import type http from "node:http";
 import { methodNotAllowed, sendJson, sendText } from "./console-http.js";
 
@@ -32,17 +31,6 @@ const MIME_TYPES: Readonly<Record<string, string>> = {
 const HASHED_ASSET = /^assets\/[^/]+-[A-Za-z0-9_-]{8,}\.[A-Za-z0-9]+$/;
 
 export const NOT_BUILT = "console not built: run make build";
-
-/** <package root>/dist/console, the package root being the nearest directory above this module with a package.json. */
-export function defaultAssetsDir(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "package.json"))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) return path.resolve("dist/console");
-    dir = parent;
-  }
-  return path.join(dir, "dist", "console");
-}
 
 /**
  * The relative file path a URL path names, or undefined when a segment tries to leave its directory: `.`, `..`,

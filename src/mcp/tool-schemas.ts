@@ -1,17 +1,13 @@
 // The MCP tool definitions: each tool's input and output JSON Schema derived from its RPC's request and response
 // messages, so the schemas an agent sees are the protos' and cannot drift from what the service reads and answers.
 import fs from "node:fs";
-import path from "node:path";
 import { createFileRegistry, fromBinary, type DescMessage, type FileRegistry, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { packageRoot } from "../openapi/document-source.js";
+import { builtImagePath } from "../platform/build-output.js";
 import { inlineMessageSchema, type JsonSchema } from "../protocol/message-json-schema.js";
 import { protoComment } from "../protocol/proto-comments.js";
 import type { McpTool } from "./tools.js";
-
-/** The descriptor image `make build` writes with `buf build`: unlike gen/'s descriptors, it keeps the proto comments. */
-const IMAGE = path.join("dist", "engram-image.binpb");
 
 let image: FileRegistry | null | undefined;
 
@@ -22,7 +18,7 @@ let image: FileRegistry | null | undefined;
 function commented(desc: DescMessage): DescMessage {
   if (image === undefined) {
     try {
-      image = createFileRegistry(fromBinary(FileDescriptorSetSchema, fs.readFileSync(path.join(packageRoot(), IMAGE))));
+      image = createFileRegistry(fromBinary(FileDescriptorSetSchema, fs.readFileSync(builtImagePath())));
     } catch {
       image = null;
     }

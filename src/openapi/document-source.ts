@@ -2,29 +2,13 @@
 // or from the descriptors embedded in gen/ (a server run from sources, without comments).
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { createFileRegistry, fromBinary, type DescService, type JsonObject } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { ENGRAM_SERVICES } from "../client/services.js";
 import { PLANNED_SERVICES } from "../services/planned.js";
 import { protoComment } from "../protocol/proto-comments.js";
 import { buildOpenApiDocument } from "./openapi-document.js";
-
-/** The nearest directory above this module with a package.json: the repository, or /app in the container. */
-export function packageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, "package.json"))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
-  return dir;
-}
-
-/** `dist/openapi.json` under the package root, written by `make build`. */
-export function builtDocumentPath(root = packageRoot()): string {
-  return path.join(root, "dist", "openapi.json");
-}
+import { packageRoot } from "../platform/build-output.js";
 
 export function packageVersion(root = packageRoot()): string {
   const json = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as { version?: unknown };

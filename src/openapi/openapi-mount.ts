@@ -8,7 +8,8 @@ import type { Mount } from "../transport/rpc-router.js";
 import { abandonBody } from "../transport/request-body.js";
 import { sendError } from "../transport/gateway/error-body.js";
 import { HttpResponder } from "../transport/gateway/responder.js";
-import { builtDocumentPath, documentFromDescriptors, packageRoot, packageVersion } from "./document-source.js";
+import { builtDocumentPath } from "../platform/build-output.js";
+import { documentFromDescriptors, packageVersion } from "./document-source.js";
 
 export const OPENAPI_PATH = "/openapi.json";
 
@@ -24,7 +25,7 @@ function loadDocument(services: readonly DescService[], logger: Logger, file: st
   return JSON.stringify(documentFromDescriptors(services, packageVersion()));
 }
 
-export function openApiMount(services: readonly DescService[], logger: Logger, file = builtDocumentPath(packageRoot())): Mount {
+export function openApiMount(services: readonly DescService[], logger: Logger, file = builtDocumentPath()): Mount {
   const body = Buffer.from(loadDocument(services, logger, file), "utf8");
   return {
     path: OPENAPI_PATH,
