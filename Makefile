@@ -22,12 +22,8 @@ check-generated: generate
 		git status --porcelain -- gen; exit 1; fi
 
 build: generate
-	npx tsc -p tsconfig.build.json
-	# The OpenAPI document served at /openapi.json: from a descriptor image that keeps the proto comments.
-	npx buf build -o dist/engram-image.binpb
-	node dist/src/openapi/generate.js dist/engram-image.binpb dist/openapi.json
-	# The web console (console/): Vite bundles it into dist/console, which the console port serves.
-	npx vite build --config console/vite.config.ts
+	# The server, the OpenAPI document served at /openapi.json and the console's bundle (dist/console).
+	node scripts/build.mjs
 
 run: build
 	node dist/src/serve.js

@@ -15,9 +15,9 @@ function newestMtime(dir) {
   return newest;
 }
 
-const stale = !fs.existsSync(entry) || fs.statSync(entry).mtimeMs < Math.max(newestMtime("src"), newestMtime("gen"));
+const stale = !fs.existsSync(entry) || fs.statSync(entry).mtimeMs < Math.max(newestMtime("src"), newestMtime("gen"), newestMtime("console"));
 if (stale) {
-  const build = spawnSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" });
+  const build = spawnSync("node", ["scripts/build.mjs"], { stdio: "inherit" });
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 await import(path.resolve(entry));
