@@ -86,6 +86,9 @@ import { Projects, type ProjectPlane } from "./resources/projects.js";
 import { Skills, skillsProjectPlane } from "./resources/skills-store.js";
 import { Optimizer } from "./resources/optimizer.js";
 import { RunHistory } from "./resources/run-history.js";
+import { TenantService } from "../gen/engram/v2/tenant_service_pb.js";
+import { tenantService } from "./services/tenant/tenant-service.js";
+import { createTenantTransfer } from "./tenant/tenant-transfer.js";
 import { startConsole, type ConsoleServer } from "./console/console-server.js";
 
 export interface Engram {
@@ -215,10 +218,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const optimizer = new Optimizer({ entries, catalog: index.catalog, outcomes: outcomeStore, prompts, skills, agents: agentDefinitions, llm, defaultTimeoutMs: config.llm?.timeoutMs ?? 30_000 });
   const runHistory = new RunHistory({ storage, catalog: index.catalog, directory: runDirectory, outcomes: outcomeStore, sessions: controlSessionStore });
   router.service(ResourcesService, resourcesService({ projects, agents: agentDefinitions, prompts, skills, optimizer, runHistory }));
+  router.service(TenantService, tenantService(createTenantTransfer({ storage, users, entries, index, writer, outcomes: outcomeStore, controlSessions: controlSessionStore, core, acl })));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, ...PLANNED_SERVICES];
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, TenantService, ...PLANNED_SERVICES];
   router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);

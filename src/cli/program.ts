@@ -1,4 +1,4 @@
-// The `engram` command tree: `serve`, `users …`, `remember`, `recall`, `mcp`, with the client options shared by all.
+// The `engram` command tree: `serve`, `users …`, `remember`, `recall`, `mcp`, `export`, `import`, with the client options shared by all.
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createEngramClient, type EngramClient } from "../client/engram-client.js";
 import type { TransportKind } from "../client/options.js";
@@ -148,6 +148,27 @@ function addMcpCommand(program: Command): void {
     });
 }
 
+function addTransferCommands(program: Command): void {
+  program
+    .command("export")
+    .description("write your whole memory as JSON Lines (see tenant_service.proto); counts by kind go to stderr, or to stdout with --output")
+    .option("--output <file>", "file to write (default: stdout)")
+    .action(async (opts: { output?: string }, command: Command) => {
+      const { exportToFile } = await import("./tenant-transfer.js");
+      const summary = await exportToFile(clientOf(command), opts.output);
+      (opts.output === undefined ? process.stderr : process.stdout).write(`${JSON.stringify(summary, null, 2)}\n`);
+    });
+  program
+    .command("import")
+    .description("write an export file into your memory (again: nothing changes); prints the counts by kind")
+    .argument("<file>", "JSON Lines file written by `engram export`")
+    .action(async (file: string, _opts: object, command: Command) => {
+      const { importFromFile } = await import("./tenant-transfer.js");
+      const summary = await importFromFile(clientOf(command), file);
+      process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    });
+}
+
 export function buildProgram(): Command {
   const program = new Command("engram")
     .description("Engram: a memory store for agents. Client commands print JSON responses on stdout.")
@@ -173,5 +194,6 @@ export function buildProgram(): Command {
   addRememberCommand(program);
   addRecallCommand(program);
   addMcpCommand(program);
+  addTransferCommands(program);
   return program;
 }

@@ -11,6 +11,7 @@ import { PlanningService } from "../../gen/engram/v2/planning_service_pb.js";
 import { ResourcesService } from "../../gen/engram/v2/resources_service_pb.js";
 import { RunsService } from "../../gen/engram/v2/runs_service_pb.js";
 import { SessionsService } from "../../gen/engram/v2/sessions_service_pb.js";
+import { TenantService } from "../../gen/engram/v2/tenant_service_pb.js";
 
 export const ENGRAM_SERVICES = {
   health: HealthService,
@@ -24,6 +25,7 @@ export const ENGRAM_SERVICES = {
   sessions: SessionsService,
   resources: ResourcesService,
   events: EventsService,
+  tenant: TenantService,
 } satisfies Record<string, DescService>;
 
 export type EngramServices = typeof ENGRAM_SERVICES;

@@ -17,7 +17,7 @@ import { commitSession, type CommitOutcome, type MergeStrategy } from "./session
 import { SessionLifecycle } from "./session-lifecycle.js";
 import { SessionStore } from "./session-store.js";
 import type { Principal } from "../auth/principal.js";
-import { nodeIdOf, unitCopy, type NodeState } from "./node-record.js";
+import { NODE_RECORD_VERSION, nodeIdOf, unitCopy, type NodeRecord, type NodeState } from "./node-record.js";
 
 export interface CoreDataOptions {
   readonly storage: Storage;
@@ -99,6 +99,22 @@ export class CoreData {
           removed++;
         }
         return removed;
+      }),
+    );
+  }
+
+  /**
+   * Runs `fn` in one core write transaction with a way to store a node under a fresh id, keeping everything else it
+   * holds (a tenant import: text, metadata, times, version); the node index and the node events follow the commit as
+   * for any core write.
+   */
+  commitWithNodeImport<T>(fn: (importNode: (node: Omit<NodeRecord, "v" | "id">, vector: Float32Array) => NodeRecord) => T): Promise<T> {
+    return this.#committer.commit((changes) =>
+      fn((node, vector) => {
+        const record: NodeRecord = { ...node, v: NODE_RECORD_VERSION, id: this.#nodes.nextIdInTransaction() };
+        this.#nodes.putInTransaction(record, vector);
+        changes.push({ kind: "node.put", record, vector, inserted: true });
+        return record;
       }),
     );
   }

@@ -148,7 +148,7 @@ export class OutcomeStore {
   }
 }
 
-function decodeOutcome(key: Key, value: unknown): OutcomeRecord {
+export function decodeOutcome(key: Key, value: unknown): OutcomeRecord {
   const r = openRecord("learning_outcomes", key, value, OUTCOME_RECORD_VERSION);
   return {
     v: OUTCOME_RECORD_VERSION,
@@ -168,7 +168,7 @@ function decodeOutcome(key: Key, value: unknown): OutcomeRecord {
   };
 }
 
-function decodeStepOutcome(key: Key, value: unknown): StepOutcomeRecord {
+export function decodeStepOutcome(key: Key, value: unknown): StepOutcomeRecord {
   const r = openRecord("learning_step_outcomes", key, value, STEP_OUTCOME_RECORD_VERSION);
   return {
     v: STEP_OUTCOME_RECORD_VERSION,

@@ -116,6 +116,8 @@ export interface Databases {
   readonly skillVersions: LmdbDatabase<unknown, Key>;
   /** [owner, project_id, agent_id, name] → SkillNameRecord: unique names, and a project's skills by prefix */
   readonly skillNames: LmdbDatabase<unknown, Key>;
+  /** [owner, kind, source_id] → target id: what each line of a tenant import created (src/tenant/import-ids.ts) */
+  readonly importIds: LmdbDatabase<string, Key>;
 }
 
 /** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
@@ -170,6 +172,7 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   skills: "resource_skills",
   skillVersions: "resource_skill_versions",
   skillNames: "resource_skill_names",
+  importIds: "tenant_import_ids",
 };
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);

@@ -125,4 +125,8 @@ export const SPEC_ROUTES: readonly SpecRoute[] = [
 ];
 
 /** Routes Engram adds where the spec leaves the design open (documented as "Engram design" in the protos). */
-export const ENGRAM_ROUTES: readonly SpecRoute[] = [{ method: "POST", path: "/v2/control/handoffs", rpc: "engram.v2.CoordinationService/ListHandoffs" }];
+export const ENGRAM_ROUTES: readonly SpecRoute[] = [
+  { method: "POST", path: "/v2/control/handoffs", rpc: "engram.v2.CoordinationService/ListHandoffs" },
+  { method: "POST", path: "/v2/control/tenant/export", rpc: "engram.v2.TenantService/ExportTenant" },
+  { method: "POST", path: "/v2/control/tenant/import", rpc: "engram.v2.TenantService/ImportTenant" },
+];
