@@ -5,14 +5,14 @@ import { invalidArgument } from "./errors.js";
 
 const MAX_PAGE_TOKEN_LENGTH = 512;
 
-export function encodeCursor(cursor: Readonly<Record<string, string | number>>): string {
+export function encodeCursor(cursor: Readonly<Record<string, unknown>>): string {
   return Buffer.from(JSON.stringify(cursor), "utf8").toString("base64url");
 }
 
 /** The cursor object of a token; throws INVALID_ARGUMENT naming page_token when it is not one. */
-export function decodeCursor(token: string): Record<string, unknown> {
+export function decodeCursor(token: string, maxLength = MAX_PAGE_TOKEN_LENGTH): Record<string, unknown> {
   const malformed = invalidArgument("page_token", "is malformed; pass a next_page_token unchanged");
-  if (token.length > MAX_PAGE_TOKEN_LENGTH || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed;
+  if (token.length > maxLength || !/^[A-Za-z0-9_-]+$/.test(token)) throw malformed;
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
