@@ -19,7 +19,6 @@ export function VersionHistory({ title, versions, diff }: {
     setNewer(versions[0]?.version_id ?? "");
   }, [versions]);
   const text = useAsync(() => (older && newer && older !== newer ? diff(older, newer) : Promise.resolve("")), [older, newer]);
-  const label = (v: Version) => `v${v.version_number} · ${v.status}`;
   return (
     <div class="versions">
       <table class="table compact" aria-label={`${title} versions`}>
@@ -53,30 +52,33 @@ export function VersionHistory({ title, versions, diff }: {
       ) : (
         <>
           <div class="toolbar">
-            <label class="field inline">
-              <span>From</span>
-              <select value={older} onChange={(e) => setOlder(e.currentTarget.value)} aria-label={`${title}: older version`}>
-                {versions.map((v) => (
-                  <option key={v.version_id} value={v.version_id}>
-                    {label(v)}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label class="field inline">
-              <span>to</span>
-              <select value={newer} onChange={(e) => setNewer(e.currentTarget.value)} aria-label={`${title}: newer version`}>
-                {versions.map((v) => (
-                  <option key={v.version_id} value={v.version_id}>
-                    {label(v)}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <VersionSelect caption="From" ariaLabel={`${title}: older version`} versions={versions} value={older} onChange={setOlder} />
+            <VersionSelect caption="to" ariaLabel={`${title}: newer version`} versions={versions} value={newer} onChange={setNewer} />
           </div>
           {older === newer ? <p class="muted small">Pick two different versions.</p> : <Async state={text}>{(diffText) => <DiffView text={diffText} label={`${title} diff`} />}</Async>}
         </>
       )}
     </div>
+  );
+}
+
+function VersionSelect({ caption, ariaLabel, versions, value, onChange }: {
+  caption: string;
+  ariaLabel: string;
+  versions: readonly Version[];
+  value: string;
+  onChange: (versionId: string) => void;
+}) {
+  return (
+    <label class="field inline">
+      <span>{caption}</span>
+      <select value={value} onChange={(e) => onChange(e.currentTarget.value)} aria-label={ariaLabel}>
+        {versions.map((v) => (
+          <option key={v.version_id} value={v.version_id}>
+            {`v${v.version_number} · ${v.status}`}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
