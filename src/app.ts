@@ -23,6 +23,8 @@ import { authInterceptor } from "./transport/interceptors/auth.js";
 import { observeInterceptor } from "./transport/interceptors/observe.js";
 import { readinessInterceptor } from "./transport/interceptors/readiness.js";
 import { policyInterceptor } from "./transport/interceptors/policy.js";
+import { rateLimitInterceptor } from "./transport/interceptors/rate-limit.js";
+import { TokenBuckets } from "./platform/token-buckets.js";
 import { createRouter, requestListener, type Mount } from "./transport/rpc-router.js";
 import { mcpMount } from "./mcp/http-mount.js";
 import { openApiMount } from "./openapi/openapi-mount.js";
@@ -87,6 +89,8 @@ import { Skills, skillsProjectPlane } from "./resources/skills-store.js";
 import { Optimizer } from "./resources/optimizer.js";
 import { RunHistory } from "./resources/run-history.js";
 import { TenantService } from "../gen/engram/v2/tenant_service_pb.js";
+import { AdminService } from "../gen/engram/v2/admin_service_pb.js";
+import { adminService } from "./services/admin/admin-service.js";
 import { tenantService } from "./services/tenant/tenant-service.js";
 import { createTenantTransfer } from "./tenant/tenant-transfer.js";
 import { startConsole, type ConsoleServer } from "./console/console-server.js";
@@ -114,13 +118,15 @@ export interface StartOptions {
   readonly logger?: Logger;
   /** The console's clock (session expiry, metric samples); tests pass a fake one instead of waiting. */
   readonly now?: () => number;
+  /** The rate limiter's clock in ms (default: monotonic `performance.now`); tests pass a fake one instead of waiting. */
+  readonly rateLimitNow?: () => number;
 }
 
 export async function startEngram(config: Config, options: StartOptions = {}): Promise<Engram> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = createMetrics();
   const readiness = new Readiness();
-  const storage = openStorage(config.dataDir);
+  const storage = openStorage(config.dataDir, { maxStoreBytes: config.maxStoreBytes });
   const users = new UserStore(storage);
   const entries = new EntryStore(storage);
   const controlSessionStore = new ControlSessionStore(storage, entries);
@@ -139,7 +145,9 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger, background);
   const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
-  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
+  // Per-key rate limits act right after authentication, before any other work is spent on the call.
+  const rateLimit = config.rateLimit === undefined ? [] : [rateLimitInterceptor(new TokenBuckets(config.rateLimit, options.rateLimitNow ?? (() => performance.now())), config.rateLimit.limitAdmin)];
+  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), ...rateLimit, policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
@@ -219,10 +227,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runHistory = new RunHistory({ storage, catalog: index.catalog, directory: runDirectory, outcomes: outcomeStore, sessions: controlSessionStore });
   router.service(ResourcesService, resourcesService({ projects, agents: agentDefinitions, prompts, skills, optimizer, runHistory }));
   router.service(TenantService, tenantService(createTenantTransfer({ storage, users, entries, index, writer, outcomes: outcomeStore, controlSessions: controlSessionStore, core, acl })));
+  router.service(AdminService, adminService({ storage, dataDir: config.dataDir }));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.
   for (const service of PLANNED_SERVICES) router.service(service, {});
-  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, TenantService, ...PLANNED_SERVICES];
+  const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, TenantService, AdminService, ...PLANNED_SERVICES];
   router.service(ServerReflection, serverReflectionService(served));
 
   const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
@@ -271,8 +280,14 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     metrics,
     logger,
     async close() {
+      // /readyz turns 503 `shutting_down`; the port drains (one-port-server.ts) while every event stream gets its
+      // final `server.shutdown` event and ends; background work then stops at its next safe point.
+      readiness.shutDown();
+      await server.close({ graceMs: config.shutdownGraceMs, onDraining: () => {
+        events.shutdown();
+        subscriptions.shutdown();
+      } });
       await consoleServer?.close();
-      await server.close();
       await ingest.stop();
       livenessWatch.stop();
       await runDeletion.stop();

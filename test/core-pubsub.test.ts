@@ -403,15 +403,17 @@ describe.each<StreamTransport>(["sse", "grpc"])("core pubsub over %s", (transpor
     expectOnly(await watch.inbox.next(), { type: "node.deleted", node_id: bobNode });
   });
 
-  it("list returns the caller's ids, oldest first, and the server-wide total", async () => {
+  it("list returns the caller's ids, oldest first, and a total: the caller's own, the server's for an admin", async () => {
     const a1 = await subscribe(transport, { filter_type: "all" });
     const a2 = await subscribe(transport, { filter_type: "session", session_id: "p" });
     const b1 = await subscribe(transport, { filter_type: "all" }, bob);
     const mine = await unary.call(LIST, {}, alice);
     expect(mine.code).toBe("ok");
-    expect(mine.body).toEqual({ subscription_ids: [a1.id, a2.id], total: 3 });
+    expect(mine.body).toEqual({ subscription_ids: [a1.id, a2.id], total: 2 });
     const bobs = await unary.call(LIST, {}, bob);
-    expect(bobs.body).toEqual({ subscription_ids: [b1.id], total: 3 });
+    expect(bobs.body).toEqual({ subscription_ids: [b1.id], total: 1 });
+    // A server-wide count would move with the other users' subscriptions: only an admin sees it.
+    expect((await unary.call(LIST, {}, server.adminKey)).body).toEqual({ subscription_ids: [], total: 3 });
   });
 
   it("unsubscribe ends the stream normally; unknown or another user's ids are NOT_FOUND", async () => {
@@ -429,11 +431,12 @@ describe.each<StreamTransport>(["sse", "grpc"])("core pubsub over %s", (transpor
   it("a disconnect removes the subscription", async () => {
     const stream = await subscribe(transport, { filter_type: "all" });
     const stays = await subscribe(transport, { filter_type: "all" }, bob);
-    expect((await unary.call(LIST, {}, alice)).body).toEqual({ subscription_ids: [stream.id], total: 2 });
+    expect((await unary.call(LIST, {}, alice)).body).toEqual({ subscription_ids: [stream.id], total: 1 });
+    expect((await unary.call(LIST, {}, server.adminKey)).body["total"]).toBe(2);
     stream.close();
     await eventually(async () => {
-      const list = await unary.call(LIST, {}, alice);
-      return list.body["total"] === 1 && (list.body["subscription_ids"] as string[]).length === 0;
+      const list = await unary.call(LIST, {}, server.adminKey);
+      return list.body["total"] === 1 && (await unary.call(LIST, {}, alice)).body["total"] === 0;
     }, "the disconnected subscription to be removed");
     expect((await unary.call(LIST, {}, bob)).body).toEqual({ subscription_ids: [stays.id], total: 1 });
   });
@@ -452,7 +455,7 @@ describe.each<StreamTransport>(["sse", "grpc"])("core pubsub over %s", (transpor
     expect(error.code).toBe(code);
     expect(error.message).toContain(mention);
     if (transport === "sse") expect(error.status).toBe(code === "not_found" ? 404 : 400);
-    expect((await unary.call(LIST, {}, alice)).body["total"]).toBe(0);
+    expect((await unary.call(LIST, {}, server.adminKey)).body["total"]).toBe(0);
   });
 
   it("a slow subscriber neither stalls writers nor other subscribers; it is ended with a clear final error", async () => {

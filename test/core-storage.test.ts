@@ -1,4 +1,4 @@
-// Storage routes on a real server: statistics over every transport, admin-only compaction that reclaims space and
+// Storage routes on a real server: admin-only statistics over every transport, admin-only compaction that reclaims space and
 // records when it finished, one compaction at a time, and no acknowledged write lost while a compaction swaps the
 // environment — checked before and after a restart on the same data directory.
 import fs from "node:fs";
@@ -42,7 +42,8 @@ function statsOf(body: JsonObject): Stats {
   };
 }
 
-async function stats(c: Caller = rest, key = alice): Promise<Stats> {
+/** Statistics as an admin reads them (they are server-wide, so a user may not). */
+async function stats(c: Caller = rest, key = server.adminKey): Promise<Stats> {
   return statsOf(await ok(c, STATS, {}, key));
 }
 
@@ -104,7 +105,7 @@ describe("GetStorageStats", () => {
   it.each(TRANSPORTS)("reports databases, indexes, the vector dimension and no compaction yet over %s", async (transport) => {
     const c = callerFor(transport, server.baseUrl, server.port);
     try {
-      const s = await stats(c, alice);
+      const s = await stats(c);
       expect(s.diskSize).toBeGreaterThan(0);
       for (const name of ["meta", "users", "keys", "entries", "entry_terms", "vectors", "ingest_jobs", "core_nodes", "core_scratchpad", "acl_grants"]) {
         expect(s.keys.has(name), name).toBe(true);
@@ -119,6 +120,18 @@ describe("GetStorageStats", () => {
       expect(s.vectorDimension).toBe(DIMENSION);
       expect(s.lastCompactionAt).toBe("");
       expect(s.compactionRunning).toBe(false);
+    } finally {
+      c.close();
+    }
+  });
+
+  it.each(TRANSPORTS)("refuses a caller who is not an admin with PERMISSION_DENIED over %s: the figures count every user's records", async (transport) => {
+    const c = callerFor(transport, server.baseUrl, server.port);
+    try {
+      const r = await c.call(STATS, {}, alice);
+      expect(r.code).toBe("permission_denied");
+      expect(r.message).toContain("admin");
+      if (r.status !== undefined) expect(r.status).toBe(403);
     } finally {
       c.close();
     }
@@ -150,7 +163,7 @@ describe("TriggerCompaction", () => {
       const r = await c.call(COMPACT, { wait: true }, alice);
       expect(r.code).toBe("permission_denied");
       if (r.status !== undefined) expect(r.status).toBe(403);
-      expect((await stats(c, alice)).lastCompactionAt).toBe("");
+      expect((await stats(c)).lastCompactionAt).toBe("");
     } finally {
       c.close();
     }

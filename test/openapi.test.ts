@@ -446,6 +446,12 @@ describe("the route walk: live answers match the document", () => {
     await call("POST", "/v2/control/tenant/import", { body: { lines: lines.slice(0, 1) } });
   });
 
+  it("admin backup", async () => {
+    const directory = fs.mkdtempSync(path.join(os.tmpdir(), "engram-openapi-backup-"));
+    await call("POST", "/v2/admin/backup", { key: server.adminKey, body: { directory } });
+    fs.rmSync(directory, { recursive: true, force: true });
+  });
+
   it("every other route: whatever it answers to a minimal request is documented", async () => {
     // Routes not walked above (or walked only on success) answer here with their own validation errors.
     for (const [template, item] of Object.entries(object(doc["paths"], "paths"))) {

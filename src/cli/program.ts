@@ -1,4 +1,4 @@
-// The `engram` command tree: `serve`, `users …`, `remember`, `recall`, `mcp`, `export`, `import`, with the client options shared by all.
+// The `engram` command tree: `serve`, `users …`, `remember`, `recall`, `mcp`, `export`, `import`, `backup`, `restore`, with the client options shared by all.
 import { Command, InvalidArgumentError, Option } from "commander";
 import { createEngramClient, type EngramClient } from "../client/engram-client.js";
 import type { TransportKind } from "../client/options.js";
@@ -169,6 +169,26 @@ function addTransferCommands(program: Command): void {
     });
 }
 
+function addBackupCommands(program: Command): void {
+  program
+    .command("backup")
+    .description("ask the server (admin key) for an online backup of its whole store into DIR, on the server's machine; writes go on meanwhile")
+    .argument("<dir>", "new or empty directory; a relative path is taken from the current directory")
+    .action(async (dir: string, _opts: object, command: Command) => {
+      const { backupTo } = await import("./backup-restore.js");
+      await backupTo(clientOf(command), dir);
+    });
+  program
+    .command("restore")
+    .description("check a backup (manifest, sizes, SHA-256) and copy it into a new or empty data directory, offline; then start `engram serve` on it")
+    .argument("<backup-dir>", "directory written by `engram backup`")
+    .requiredOption("--data-dir <dir>", "data directory to create (SERVICE_DATA_DIR of the server that will use it)")
+    .action(async (backupDir: string, opts: { dataDir: string }) => {
+      const { restoreTo } = await import("./backup-restore.js");
+      await restoreTo(backupDir, opts.dataDir);
+    });
+}
+
 export function buildProgram(): Command {
   const program = new Command("engram")
     .description("Engram: a memory store for agents. Client commands print JSON responses on stdout.")
@@ -195,5 +215,6 @@ export function buildProgram(): Command {
   addRecallCommand(program);
   addMcpCommand(program);
   addTransferCommands(program);
+  addBackupCommands(program);
   return program;
 }

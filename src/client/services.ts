@@ -12,6 +12,7 @@ import { ResourcesService } from "../../gen/engram/v2/resources_service_pb.js";
 import { RunsService } from "../../gen/engram/v2/runs_service_pb.js";
 import { SessionsService } from "../../gen/engram/v2/sessions_service_pb.js";
 import { TenantService } from "../../gen/engram/v2/tenant_service_pb.js";
+import { AdminService } from "../../gen/engram/v2/admin_service_pb.js";
 
 export const ENGRAM_SERVICES = {
   health: HealthService,
@@ -26,6 +27,7 @@ export const ENGRAM_SERVICES = {
   resources: ResourcesService,
   events: EventsService,
   tenant: TenantService,
+  admin: AdminService,
 } satisfies Record<string, DescService>;
 
 export type EngramServices = typeof ENGRAM_SERVICES;

@@ -1,7 +1,11 @@
 // Events of the core data plane, published after the write that caused them commits, in commit order.
 // The pubsub subscriptions listen here; the node and scratchpad stores publish.
 
-export type CoreEventType = "node.inserted" | "node.updated" | "node.deleted" | "memory.added";
+/**
+ * `server.shutdown` is never published on the bus: at shutdown the subscription registry sends it to each open
+ * subscription as its last event.
+ */
+export type CoreEventType = "node.inserted" | "node.updated" | "node.deleted" | "memory.added" | "server.shutdown";
 
 export interface CoreEvent {
   readonly type: CoreEventType;

@@ -85,6 +85,11 @@ export class CoreSubscription {
     this.#onClose();
   }
 
+  /** Queues `event` as the last delivery: the stream ends after it. */
+  finish(event: CoreEvent): void {
+    this.#queue.finish({ event, similarity: undefined });
+  }
+
   offer(event: CoreEvent): void {
     if (this.#queue.closed) return;
     const delivery = match(this.filter, this.runId, event);
@@ -112,6 +117,7 @@ export class SubscriptionRegistry {
   /** In creation order, so a caller's ids list oldest first. */
   readonly #byId = new Map<string, CoreSubscription>();
   readonly #slots: SubscriptionSlots;
+  #shutDown = false;
 
   constructor(bus: CoreEventBus, acl: ReadCheck, limits?: SubscriptionLimits) {
     this.#acl = acl;
@@ -130,6 +136,7 @@ export class SubscriptionRegistry {
    * its slot. Throws RESOURCE_EXHAUSTED when the caller's key, or the server, holds as many as it may.
    */
   open(caller: Principal, filter: CoreFilter, runId: string): CoreSubscription {
+    if (this.#shutDown) throw new ConnectError("the server is shutting down; subscribe again once it is back", Code.Unavailable);
     const release = this.#slots.acquire(caller.keyId);
     const id = `sub_${randomBytes(18).toString("base64url")}`;
     const subscription: CoreSubscription = new CoreSubscription(id, caller, filter, runId, () => {
@@ -138,6 +145,15 @@ export class SubscriptionRegistry {
     });
     this.#byId.set(id, subscription);
     return subscription;
+  }
+
+  /**
+   * Shutdown: every open subscription gets a final `server.shutdown` event after those already queued for it, and
+   * its stream ends; new subscriptions are refused (UNAVAILABLE).
+   */
+  shutdown(): void {
+    this.#shutDown = true;
+    for (const subscription of this.#byId.values()) subscription.finish({ type: "server.shutdown", owner: subscription.caller.userId });
   }
 
   /** The ids of one user's active subscriptions, oldest first. */

@@ -8,6 +8,8 @@ export class DeliveryQueue<T> {
   #wake: (() => void) | undefined;
   #failure: ConnectError | undefined;
   #closed = false;
+  /** Set by `finish`: the reader takes what is queued, then its stream ends. */
+  #ending = false;
 
   constructor(limit: number) {
     this.#limit = limit;
@@ -19,7 +21,7 @@ export class DeliveryQueue<T> {
 
   /** Queues an item; when the reader is `limit` items behind, the queue is emptied and ends with `overflow()`. */
   push(item: T, overflow: () => ConnectError): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     if (this.#items.length >= this.#limit) {
       this.#failure = overflow();
       this.#items.length = 0;
@@ -27,6 +29,17 @@ export class DeliveryQueue<T> {
       return;
     }
     this.#items.push(item);
+    this.#wake?.();
+  }
+
+  /**
+   * Queues `last` (beyond the limit if need be) as the final item: the reader takes everything queued, then `last`,
+   * then its stream ends normally. Nothing pushed afterwards is queued. Does nothing once the queue is closed.
+   */
+  finish(last: T): void {
+    if (this.#closed || this.#ending) return;
+    this.#ending = true;
+    this.#items.push(last);
     this.#wake?.();
   }
 
@@ -49,6 +62,7 @@ export class DeliveryQueue<T> {
           yield next;
           continue;
         }
+        if (this.#ending) return;
         await new Promise<void>((resolve) => (this.#wake = resolve));
         this.#wake = undefined;
       }

@@ -25,6 +25,12 @@ export interface EventFilter {
   readonly types: readonly string[];
 }
 
+/**
+ * The last event of every stream when the server shuts down: always sent, whatever the stream's filter, after the
+ * events queued before it; the stream then ends normally.
+ */
+export const SHUTDOWN_EVENT_TYPE = "server.shutdown";
+
 /** A subscriber that falls this far behind is cut off rather than let memory grow without bound. */
 export const MAX_PENDING_EVENTS = 1000;
 
@@ -51,6 +57,11 @@ export class Subscription {
     this.#onClose();
   }
 
+  /** Queues `event` as the last one: the stream ends after it. */
+  finish(event: ControlEvent): void {
+    this.#queue.finish(event);
+  }
+
   push(event: ControlEvent): void {
     this.#queue.push(event, () => new ConnectError(`subscriber fell more than ${MAX_PENDING_EVENTS} events behind`, Code.ResourceExhausted));
   }
@@ -65,6 +76,7 @@ export class EventBus {
   readonly #subscriptions = new Set<Subscription>();
   readonly #slots: SubscriptionSlots;
   #sequence = 0;
+  #shutDown = false;
 
   constructor(limits?: SubscriptionLimits) {
     this.#slots = new SubscriptionSlots("control event subscriptions", limits);
@@ -83,6 +95,7 @@ export class EventBus {
    * holds as many subscriptions as it may.
    */
   open(filter: EventFilter, keyId?: string): Subscription {
+    if (this.#shutDown) throw new ConnectError("the server is shutting down; subscribe again once it is back", Code.Unavailable);
     const release: ReleaseSlot = keyId === undefined ? () => undefined : this.#slots.acquire(keyId);
     const subscription: Subscription = new Subscription(filter, () => {
       this.#subscriptions.delete(subscription);
@@ -90,6 +103,25 @@ export class EventBus {
     });
     this.#subscriptions.add(subscription);
     return subscription;
+  }
+
+  /**
+   * Shutdown: every open subscription gets a final `server.shutdown` event after those already queued for it, and
+   * its stream ends; new subscriptions are refused (UNAVAILABLE).
+   */
+  shutdown(): void {
+    this.#shutDown = true;
+    for (const subscription of this.#subscriptions) {
+      subscription.finish({
+        id: `evt_${(++this.#sequence).toString(36)}`,
+        type: SHUTDOWN_EVENT_TYPE,
+        owner: subscription.filter.owner ?? 0,
+        runId: "",
+        agentId: "",
+        payload: JSON.stringify({ reason: "shutting_down" }),
+        createdAt: new Date().toISOString(),
+      });
+    }
   }
 
   get subscriberCount(): number {

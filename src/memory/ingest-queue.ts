@@ -402,6 +402,8 @@ export class IngestQueue {
         return result;
       }).catch((e: unknown) => {
         if (e instanceof JobDropped) throw e;
+        // A full store (SERVICE_MAX_STORE_BYTES) is an expected refusal, and its message is written for callers.
+        if (e instanceof ConnectError && e.code === Code.ResourceExhausted) throw new Error(`none of the job's entries was stored: ${e.rawMessage}`);
         // The store's own message names its internals; the job's owner learns what happened, the log the cause.
         this.#logger.error({ err: e, job_id: jobId }, "storing an ingest job's entries failed");
         throw new Error("storing the job's entries failed; none of them was stored");

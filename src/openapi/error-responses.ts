@@ -48,8 +48,18 @@ export const ERROR_RESPONSES = {
   MethodNotAllowed: { status: "405", text: "UNIMPLEMENTED: the path exists, but not with this HTTP method." },
   Gone: { status: "410", text: "The route was removed; the message names its replacement." },
   PayloadTooLarge: { status: "413", text: "RESOURCE_EXHAUSTED: the request body is larger than the server's limit." },
-  TooManyRequests: { status: "429", text: "RESOURCE_EXHAUSTED: a quota or limit was reached (the message names it)." },
-  ServerError: { status: "5XX", text: "INTERNAL/UNKNOWN/DATA_LOSS (500), UNIMPLEMENTED (501), UNAVAILABLE (503) or DEADLINE_EXCEEDED (504)." },
+  TooManyRequests: {
+    status: "429",
+    text:
+      "RESOURCE_EXHAUSTED: a quota or limit was reached (the message names it). Past the per-key rate limit (SERVICE_RATE_LIMIT_PER_SECOND) " +
+      "the answer carries `Retry-After` (seconds) and the `RateLimit` / `RateLimit-Policy` fields.",
+  },
+  ServerError: {
+    status: "5XX",
+    text:
+      "INTERNAL/UNKNOWN/DATA_LOSS (500), UNIMPLEMENTED (501), UNAVAILABLE (503), DEADLINE_EXCEEDED (504), or RESOURCE_EXHAUSTED (507 Insufficient " +
+      "Storage): a write refused because the store reached SERVICE_MAX_STORE_BYTES; nothing of it was stored.",
+  },
 } as const;
 
 export type ErrorResponseName = keyof typeof ERROR_RESPONSES;

@@ -50,6 +50,23 @@ export interface Config {
   readonly consoleMaxSessions: number;
   /** The built console (SERVICE_CONSOLE_ASSETS_DIR); undefined means dist/console of the package. */
   readonly consoleAssetsDir: string | undefined;
+  /** After SIGTERM, requests in progress may finish within this before their connections are cut (SERVICE_SHUTDOWN_GRACE_MS). */
+  readonly shutdownGraceMs: number;
+  /**
+   * Bytes of LMDB pages the store may hold (SERVICE_MAX_STORE_BYTES); a write past it is refused with 507 /
+   * RESOURCE_EXHAUSTED. Undefined: unbounded.
+   */
+  readonly maxStoreBytes: number | undefined;
+  /** Per-API-key token buckets (SERVICE_RATE_LIMIT_*); undefined: no rate limit. */
+  readonly rateLimit: RateLimitConfig | undefined;
+}
+
+/** Each API key's token bucket: `burst` calls at once, refilled at `perSecond` calls a second. */
+export interface RateLimitConfig {
+  readonly perSecond: number;
+  readonly burst: number;
+  /** Whether admin keys are limited too (SERVICE_RATE_LIMIT_ADMIN); by default they are not. */
+  readonly limitAdmin: boolean;
 }
 
 export interface ProviderConfig {
@@ -155,6 +172,20 @@ function consoleConfig(env: Env, port: number): ConsoleConfig {
   };
 }
 
+/** SERVICE_MAX_STORE_BYTES: unset or empty means unbounded; at least 1 MiB, since a store starts with some pages. */
+function maxStoreBytes(env: Env): number | undefined {
+  const raw = env["SERVICE_MAX_STORE_BYTES"];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  return integer(env, "SERVICE_MAX_STORE_BYTES", 0, 1024 * 1024, Number.MAX_SAFE_INTEGER);
+}
+
+function rateLimitConfig(env: Env): RateLimitConfig | undefined {
+  const perSecond = integer(env, "SERVICE_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000);
+  const burst = integer(env, "SERVICE_RATE_LIMIT_BURST", Math.max(1, perSecond), 1, 1_000_000);
+  const limitAdmin = bool(env, "SERVICE_RATE_LIMIT_ADMIN");
+  return perSecond === 0 ? undefined : Object.freeze({ perSecond, burst, limitAdmin });
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const instanceTag = text(env, "SERVICE_INSTANCE_TAG", "local");
   if (!INSTANCE_TAG.test(instanceTag)) {
@@ -186,6 +217,9 @@ export function loadConfig(env: Env = process.env): Config {
     agentIdleAfterMs: integer(env, "SERVICE_AGENT_IDLE_AFTER_MS", 120_000, 0, 86_400_000),
     agentGoneAfterMs: integer(env, "SERVICE_AGENT_GONE_AFTER_MS", 1_800_000, 0, 2_592_000_000),
     ...consoleConfig(env, port),
+    shutdownGraceMs: integer(env, "SERVICE_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    maxStoreBytes: maxStoreBytes(env),
+    rateLimit: rateLimitConfig(env),
     coreAllowedRoutes: Object.freeze(
       (env["SERVICE_CORE_ALLOWED_ROUTES"] ?? "")
         .split(",")

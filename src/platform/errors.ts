@@ -101,6 +101,20 @@ export function gone(route: string, instead: string): ConnectError {
   });
 }
 
+/**
+ * A write refused because the store reached its cap (SERVICE_MAX_STORE_BYTES): RESOURCE_EXHAUSTED over gRPC and
+ * Connect, 507 Insufficient Storage over HTTP/JSON. Nothing of the write was stored; reads still work, and writes
+ * resume once deletions free space. The message names the cap only, never how much the store holds: that figure
+ * moves with every owner's data.
+ */
+export function storageFull(maxStoreBytes: number): ConnectError {
+  return new ConnectError(
+    `storage is full (SERVICE_MAX_STORE_BYTES=${maxStoreBytes}): delete data to free space (compaction then shrinks the file), or raise the limit`,
+    Code.ResourceExhausted,
+    { [HTTP_STATUS_HEADER]: "507" },
+  );
+}
+
 /** Wraps an unexpected failure: the caller sees a generic message, the cause stays in the log. */
 export function internal(cause: unknown): ConnectError {
   return new ConnectError("internal error", Code.Internal, undefined, undefined, cause);

@@ -1,7 +1,8 @@
-// Tracks start-up work so /readyz can answer 503 with the current reason until every step is done.
+// Tracks start-up work so /readyz can answer 503 with the current reason until every step is done, and the
+// shutdown that follows a SIGTERM, so load balancers stop routing to a server that is draining.
 
-/** Reasons in the order start-up reports them. */
-export type NotReadyReason = "starting" | "acl_rebuild_in_progress" | "sparse_prewarm_in_progress";
+/** Reasons in the order the server's life reports them. */
+export type NotReadyReason = "starting" | "acl_rebuild_in_progress" | "sparse_prewarm_in_progress" | "shutting_down";
 
 export class Readiness {
   #reason: NotReadyReason | undefined = "starting";
@@ -14,11 +15,21 @@ export class Readiness {
     return this.#reason;
   }
 
+  /** True while start-up work runs: requests are refused until it ends. A draining server is not starting. */
+  get starting(): boolean {
+    return this.#reason !== undefined && this.#reason !== "shutting_down";
+  }
+
   enter(reason: NotReadyReason): void {
     this.#reason = reason;
   }
 
   markReady(): void {
-    this.#reason = undefined;
+    if (this.#reason !== "shutting_down") this.#reason = undefined;
+  }
+
+  /** From now on /readyz answers 503 `shutting_down`, for good. */
+  shutDown(): void {
+    this.#reason = "shutting_down";
   }
 }

@@ -5,8 +5,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { open, type Database as LmdbDatabase, type Key, type RootDatabase } from "lmdb";
 import { WriteFaults } from "./write-faults.js";
+import { StoreCap, WriteTally, type StatsSource } from "./store-cap.js";
 
+/** The store's layout version, kept in `meta` under SCHEMA_VERSION_KEY; backups record it in their manifest. */
 export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION_KEY = "schema_version";
 
 /** Named databases, one per record kind. Keys are tuples; values msgpack records unless noted. */
 export interface Databases {
@@ -177,6 +180,14 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);
 
+/** Databases whose records record a deletion: the store cap counts a write there as a removal (see StoreCap). */
+const DELETION_RECORDS: ReadonlySet<keyof Databases> = new Set(["runTombstones"]);
+
+export interface StorageOptions {
+  /** SERVICE_MAX_STORE_BYTES: writes that would take the store past it are refused (see StoreCap); unset: none. */
+  readonly maxStoreBytes?: number | undefined;
+}
+
 /** LMDB's data file inside an environment directory. */
 const DATA_FILE = "data.mdb";
 
@@ -225,6 +236,8 @@ export class Storage {
   /** The directory of the live environment: `dir`, or `stagingDir` if a swap failed half-way (see swapInStaged). */
   #liveDir: string;
   #inFlight = 0;
+  /** Copies (backups) in progress. */
+  readonly #copies = new Set<Promise<void>>();
   #idle: (() => void)[] = [];
   #gate: Promise<void> | undefined;
   /** Non-zero while a write callback of ours runs (or exclusive work writes): only then may LMDB write. */
@@ -232,14 +245,26 @@ export class Storage {
   #closed = false;
   /** Test-only: injects a failure at a chosen write (see WriteFaults). */
   readonly faults = new WriteFaults();
+  /** The SERVICE_MAX_STORE_BYTES cap; undefined when the store is unbounded (nothing is counted then). */
+  readonly #cap: StoreCap | undefined;
 
-  constructor(dir: string) {
+  constructor(dir: string, options: StorageOptions = {}) {
     this.dir = dir;
     this.stagingDir = `${dir}-staging`;
     fs.rmSync(this.stagingDir, { recursive: true, force: true });
     this.#liveDir = dir;
     this.#root = openRoot(dir);
+    // A store of another schema is refused before this build opens (and so creates) its own databases in it.
+    const version = (this.#root.openDB<unknown, string>({ name: DATABASE_NAMES.meta }).get(SCHEMA_VERSION_KEY) as unknown) ?? SCHEMA_VERSION;
+    try {
+      refuseOtherSchema(version, dir);
+    } catch (e: unknown) {
+      void this.#root.close();
+      throw e;
+    }
     this.#dbs = this.#openDatabases(this.#root);
+    this.#cap = options.maxStoreBytes === undefined ? undefined : new StoreCap(options.maxStoreBytes);
+    this.#cap?.measure(this.#databaseList());
   }
 
   get root(): RootDatabase {
@@ -281,8 +306,19 @@ export class Storage {
     if (this.#closed) throw new StorageClosedError("storage is closed");
     this.#inFlight++;
     try {
+      const cap = this.#cap;
       // Queued as a child of lmdb-js's batched transaction: its writes are aborted alone when it throws.
-      return (await this.#root.childTransaction(() => this.#allowWrites(fn))) as T;
+      if (cap === undefined) return (await this.#root.childTransaction(() => this.#allowWrites(fn))) as T;
+      // With a cap, the callback's writes are counted and a transaction that would overfill the store throws.
+      const tally = new WriteTally();
+      let committed = false;
+      try {
+        const result = (await this.#root.childTransaction(() => this.#allowWrites(() => cap.within(tally, () => this.#databaseList(), fn)))) as T;
+        committed = true;
+        return result;
+      } finally {
+        cap.settled(tally, committed);
+      }
     } finally {
       this.#inFlight--;
       if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
@@ -329,6 +365,12 @@ export class Storage {
       });
     } finally {
       active = false;
+      // The work may have written, or swapped in a compacted copy: the cap counts the store afresh.
+      try {
+        this.#cap?.measure(this.#databaseList());
+      } catch {
+        // The running count stands; the next refusal recounts exactly.
+      }
       // The staging directory holds the replacement's lock file while it is live; only a healthy swap empties it.
       if (this.#liveDir === this.dir) fs.rmSync(this.stagingDir, { recursive: true, force: true });
       this.#gate = undefined;
@@ -336,10 +378,32 @@ export class Storage {
     }
   }
 
+  /**
+   * Copies the live environment into the empty directory `dir` (its `data.mdb`), compacted, as one consistent
+   * snapshot: every transaction committed when the copy begins and nothing after, while writes go on (LMDB copies
+   * from a read transaction, off the event loop). Exclusive work (compaction) waits for the copy, and so does close.
+   */
+  async copyTo(dir: string): Promise<void> {
+    while (this.#gate !== undefined) await this.#gate;
+    if (this.#closed) throw new StorageClosedError("storage is closed");
+    this.#inFlight++;
+    const copy = this.#root.backup(dir, true);
+    this.#copies.add(copy);
+    try {
+      await copy;
+    } finally {
+      this.#copies.delete(copy);
+      this.#inFlight--;
+      if (this.#inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
   async close(): Promise<void> {
     while (this.#gate !== undefined) await this.#gate;
     if (this.#closed) return;
     this.#closed = true;
+    // A copy reads the environment from another thread: it must end before the environment closes.
+    await Promise.allSettled([...this.#copies]);
     await this.#root.close();
   }
 
@@ -402,29 +466,37 @@ export class Storage {
   }
 
   #openDatabases(root: RootDatabase): Databases {
-    const allowed = (method: string): boolean => {
+    const allowed = (method: string, db: StatsSource, recordsDeletion: boolean): boolean => {
       if (this.#writing === 0) return false;
       this.faults.beforeWrite(method);
+      this.#cap?.beforeWrite(db, method, recordsDeletion);
       return true;
     };
-    guardWrites(root, allowed);
+    guardWrites(root, (method) => allowed(method, root, false));
     const dbs: Record<string, LmdbDatabase<unknown, Key>> = {};
     for (const [field, name] of Object.entries(DATABASE_NAMES)) {
       const db = root.openDB<unknown, Key>({ name, ...(BINARY_DATABASES.has(field as keyof Databases) ? { encoding: "binary" as const } : {}) });
-      guardWrites(db, allowed);
+      const recordsDeletion = DELETION_RECORDS.has(field as keyof Databases);
+      guardWrites(db, (method) => allowed(method, db, recordsDeletion));
       dbs[field] = db;
     }
     return dbs as unknown as Databases;
   }
 
-  /** Start-up: records the schema version in a new store, refuses data written by another schema. */
+  /** Every named database of the live environment. */
+  #databaseList(): StatsSource[] {
+    return Object.values(this.#dbs) as StatsSource[];
+  }
+
+  /**
+   * Start-up: records the schema version in a new store and refuses one written by a newer build. Stores of earlier
+   * builds carry the same version: what changed since is upgraded by the readers (record versions, see
+   * record-codec.ts) and by start-up moves (legacy postings), so they open as they are.
+   */
   checkSchema(): void {
-    const version = this.#dbs.meta.get("schema_version");
-    if (version === undefined) {
-      this.#allowWrites(() => this.#dbs.meta.putSync("schema_version", SCHEMA_VERSION));
-    } else if (version !== SCHEMA_VERSION) {
-      throw new SchemaVersionError(`data in ${this.dir} has schema version ${String(version)}; this build reads ${SCHEMA_VERSION}`);
-    }
+    const version = this.#dbs.meta.get(SCHEMA_VERSION_KEY);
+    if (version === undefined) this.#allowWrites(() => this.#dbs.meta.putSync(SCHEMA_VERSION_KEY, SCHEMA_VERSION));
+    else refuseOtherSchema(version, this.dir);
   }
 }
 
@@ -487,9 +559,22 @@ function fsyncDirectory(dir: string): void {
 
 export class SchemaVersionError extends Error {}
 
-export function openStorage(dataDir: string): Storage {
+/** Throws unless `version` is the one this build reads, naming what to do about a newer store. */
+function refuseOtherSchema(version: unknown, lmdbDir: string): void {
+  if (version === SCHEMA_VERSION) return;
+  const dataDir = path.dirname(lmdbDir);
+  if (typeof version === "number" && Number.isInteger(version) && version > SCHEMA_VERSION) {
+    throw new SchemaVersionError(
+      `the data directory ${dataDir} was written by a newer Engram (store schema version ${version}; this build reads ${SCHEMA_VERSION}): ` +
+        "run that version or a later one, or restore a backup made by this version with `engram restore`",
+    );
+  }
+  throw new SchemaVersionError(`the data directory ${dataDir} has an unknown store schema version ${JSON.stringify(version)}; this build reads ${SCHEMA_VERSION}`);
+}
+
+export function openStorage(dataDir: string, options: StorageOptions = {}): Storage {
   fs.mkdirSync(dataDir, { recursive: true });
-  const storage = new Storage(path.join(dataDir, "lmdb"));
+  const storage = new Storage(path.join(dataDir, "lmdb"), options);
   storage.checkSchema();
   return storage;
 }

@@ -1,5 +1,6 @@
 // Serves HTTP/1.1 and cleartext HTTP/2 on one socket: the first bytes of a connection pick the protocol. Every
 // connection is bounded in time: its first bytes and HTTP/1.1 headers must arrive promptly, and idle connections close.
+// Closing drains: no new connection or request is taken, requests in progress finish within a grace period.
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
@@ -20,10 +21,26 @@ export interface ConnectionTimeouts {
   readonly idleTimeoutMs: number;
 }
 
+export interface DrainOptions {
+  /** Requests in progress may finish within this; then every connection still open is cut. 0 cuts at once. */
+  readonly graceMs: number;
+  /** Runs once no new connection or request is taken: ends long-lived streams, so that their connections close. */
+  readonly onDraining?: () => void;
+}
+
 export interface OnePortServer {
   readonly port: number;
-  close(): Promise<void>;
+  /**
+   * Drains, then resolves once every connection is closed: the listener closes at once (new connections are
+   * refused), idle connections and connections still sending a request's headers close, a request arriving on an
+   * open connection meanwhile answers 503 with `connection: close`, HTTP/2 sessions get GOAWAY; requests in progress
+   * finish — for at most `graceMs` — each connection closing after its last one.
+   */
+  close(options?: DrainOptions): Promise<void>;
 }
+
+/** The answer to a request that arrives while the server drains. */
+const SHUTTING_DOWN_BODY = JSON.stringify({ code: "unavailable", message: "the server is shutting down; retry shortly", details: [] });
 
 /**
  * How often Node checks HTTP/1.1 requests against headersTimeout and requestTimeout. Its default (30 s) would let a
@@ -57,20 +74,43 @@ function closeWhenIdle(session: http2.ServerHttp2Session, idleMs: number): void 
 }
 
 export async function listenOnePort(listener: RequestListener, port: number, host: string, timeouts: ConnectionTimeouts): Promise<OnePortServer> {
-  const h1 = http.createServer(
-    {
-      keepAliveTimeout: timeouts.idleTimeoutMs,
-      headersTimeout: timeouts.headersTimeoutMs,
-      requestTimeout: timeouts.requestTimeoutMs,
-      connectionsCheckingInterval: checkingIntervalMs(timeouts),
-    },
-    listener,
-  );
+  const h1 = http.createServer({
+    keepAliveTimeout: timeouts.idleTimeoutMs,
+    headersTimeout: timeouts.headersTimeoutMs,
+    requestTimeout: timeouts.requestTimeoutMs,
+    connectionsCheckingInterval: checkingIntervalMs(timeouts),
+  });
   // Node starts enforcing headersTimeout and requestTimeout when the server emits "listening"; this one never listens
   // (connections are handed to it below), so it is told here.
   h1.emit("listening");
-  const h2 = http2.createServer({}, listener);
+  let draining = false;
+  /** HTTP/1.1 connections, each with the responses in progress on it (one, or several when pipelined). */
+  const h1Busy = new Map<net.Socket, Set<http.ServerResponse>>();
+  // Counts each HTTP/1.1 request from the moment its headers are parsed until its response closes: while the server
+  // drains, a connection closes after its last one.
+  const tracked: RequestListener = (req, res) => {
+    if (draining) {
+      refuseWhileDraining(res);
+      return;
+    }
+    if (res instanceof http.ServerResponse) {
+      const socket = req.socket as net.Socket;
+      const busy = h1Busy.get(socket);
+      if (busy !== undefined) {
+        busy.add(res);
+        res.once("close", () => {
+          busy.delete(res);
+          if (draining && busy.size === 0) socket.end();
+        });
+      }
+    }
+    listener(req, res);
+  };
+  h1.on("request", tracked);
+  const h2 = http2.createServer({}, tracked);
   const sockets = new Set<net.Socket>();
+  /** Connections handed to HTTP/2: their sessions drain them. */
+  const h2Sockets = new WeakSet<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
   h2.on("session", (session: http2.ServerHttp2Session) => {
     sessions.add(session);
@@ -99,8 +139,11 @@ export async function listenOnePort(listener: RequestListener, port: number, hos
       socket.unshift(head);
       if (couldBeH2) {
         // The HTTP/2 session reads the socket's handle itself, starting with the bytes put back above.
+        h2Sockets.add(socket);
         h2.emit("connection", socket);
       } else {
+        h1Busy.set(socket, new Set());
+        socket.once("close", () => h1Busy.delete(socket));
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -121,14 +164,41 @@ export async function listenOnePort(listener: RequestListener, port: number, hos
 
   return {
     port: boundPort,
-    async close() {
+    async close(options = { graceMs: 0 }) {
+      draining = true;
+      // Stops listening now; resolves once the last connection is closed.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
-      h1.closeIdleConnections();
-      // Stops the timeout checks started above; the server itself was never listening, which close() reports.
-      h1.close(() => undefined);
-      for (const socket of sockets) socket.destroy();
-      await closed;
+      for (const socket of sockets) {
+        const busy = h1Busy.get(socket);
+        if (busy !== undefined && busy.size > 0) {
+          // Node then closes the connection after this response, instead of keeping it alive for another.
+          for (const res of busy) if (!res.headersSent) res.setHeader("connection", "close");
+        } else if (!h2Sockets.has(socket)) {
+          // Idle, still sending a request's headers, or still picking its protocol: no request of it is in progress.
+          socket.destroy();
+        }
+      }
+      options.onDraining?.();
+      const cut = setTimeout(() => {
+        for (const session of sessions) session.destroy();
+        for (const socket of sockets) socket.destroy();
+      }, options.graceMs);
+      try {
+        await closed;
+      } finally {
+        clearTimeout(cut);
+        // Stops the timeout checks started above; the server itself was never listening, which close() reports.
+        h1.close(() => undefined);
+      }
     },
   };
+}
+
+function refuseWhileDraining(res: http.ServerResponse | http2.Http2ServerResponse): void {
+  const headers: Record<string, string> = { "content-type": "application/json", "content-length": String(Buffer.byteLength(SHUTTING_DOWN_BODY)) };
+  // HTTP/2 forbids the header; its session is already closing (GOAWAY).
+  if (res instanceof http.ServerResponse) headers["connection"] = "close";
+  res.writeHead(503, headers);
+  res.end(SHUTTING_DOWN_BODY);
 }

@@ -129,4 +129,5 @@ export const ENGRAM_ROUTES: readonly SpecRoute[] = [
   { method: "POST", path: "/v2/control/handoffs", rpc: "engram.v2.CoordinationService/ListHandoffs" },
   { method: "POST", path: "/v2/control/tenant/export", rpc: "engram.v2.TenantService/ExportTenant" },
   { method: "POST", path: "/v2/control/tenant/import", rpc: "engram.v2.TenantService/ImportTenant" },
+  { method: "POST", path: "/v2/admin/backup", rpc: "engram.v2.AdminService/CreateBackup" },
 ];

@@ -1445,7 +1445,8 @@ export const SubscribeCoreEventsRequestSchema: GenMessage<SubscribeCoreEventsReq
 export type SubscribeCoreEventsResponse = Message<"engram.v2.SubscribeCoreEventsResponse"> & {
   /**
    * `subscribed` (first message), `node.inserted`, `node.updated`,
-   * `node.deleted` or `memory.added`. Clients dispatch on it.
+   * `node.deleted`, `memory.added`, or `server.shutdown` (last message when
+   * the server shuts down; no other field set). Clients dispatch on it.
    *
    * @generated from field: string type = 1;
    */
@@ -1598,7 +1599,9 @@ export type ListCoreSubscriptionsResponse = Message<"engram.v2.ListCoreSubscript
   subscriptionIds: string[];
 
   /**
-   * Number of active subscriptions on the server, all users included.
+   * Number of active subscriptions: on the server, all users included, for
+   * an admin; the caller's own (the length of `subscription_ids`) for any
+   * other user.
    *
    * @generated from field: uint32 total = 2;
    */
@@ -2282,8 +2285,11 @@ export const CoreService: GenService<{
   /**
    * Reports server-wide storage statistics: size on disk, keys per database,
    * index sizes and the last compaction. Counts only, no record content.
-   * Policy: always allowed.
-   * Errors: none beyond UNAUTHENTICATED.
+   * Policy: always allowed. Engram design: the caller must be an admin. The
+   * figures count every user's records and move with every user's writes, so
+   * shown to a user they would tell it how much the others store and when
+   * they write; figures per owner would cost a scan of every database.
+   * Errors: PERMISSION_DENIED (caller is not an admin).
    *
    * @generated from rpc engram.v2.CoreService.GetStorageStats
    */
@@ -2383,7 +2389,9 @@ export const CoreService: GenService<{
    * never wait for subscribers: a client that reads so slowly that more
    * than 10000 events wait for it is removed, and its stream ends with
    * RESOURCE_EXHAUSTED (over HTTP, a last `data:` line
-   * `{"type":"error","code":"resource_exhausted","message":...}`).
+   * `{"type":"error","code":"resource_exhausted","message":...}`). Engram
+   * design: when the server shuts down (SIGTERM) every stream gets a last
+   * `server.shutdown` event and ends normally.
    * Policy: denied unless SERVICE_CORE_ENABLE_DIRECT_PUBSUB=true.
    * Errors (before the first message; over HTTP a plain JSON error
    * response): INVALID_ARGUMENT (missing or unknown `filter_type`; `node_id`
@@ -2393,7 +2401,8 @@ export const CoreService: GenService<{
    * RESOURCE_EXHAUSTED (HTTP 429: the caller's API key already holds
    * SERVICE_MAX_SUBSCRIPTIONS_PER_KEY open core event subscriptions, 64 by
    * default, or the server holds SERVICE_MAX_SUBSCRIPTIONS, 4096 by default;
-   * the message names the limit reached. A closed stream frees its slot).
+   * the message names the limit reached. A closed stream frees its slot),
+   * UNAVAILABLE (the server is shutting down).
    *
    * @generated from rpc engram.v2.CoreService.SubscribeCoreEvents
    */
@@ -2416,8 +2425,10 @@ export const CoreService: GenService<{
     output: typeof UnsubscribeCoreEventsResponseSchema;
   },
   /**
-   * Lists the caller's active subscription ids and the number of active
-   * subscriptions on the server (all users).
+   * Lists the caller's active subscription ids and a count of active
+   * subscriptions: the server's (all users) for an admin, the caller's own
+   * for any other user. Engram design: a server-wide count would move with
+   * other users' subscriptions, so it is an admin's only.
    * Policy: denied unless SERVICE_CORE_ENABLE_DIRECT_PUBSUB=true.
    * Errors: PERMISSION_DENIED (flag off).
    *

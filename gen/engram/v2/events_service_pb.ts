@@ -190,6 +190,11 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  *   `version_number`, `status`, `source`. `prompt.version.activated`:
  *   `project_id`, `agent_id`, `version_id`, `retired_version_id`,
  *   `archived_version_ids`.
+ * - `server.shutdown`: always the last event when the server shuts down
+ *   (SIGTERM), sent to every stream whatever its filter, after the events
+ *   queued before it; the stream then ends normally (OK). Payload: `reason`
+ *   (`shutting_down`). Engram design: reconnect once the server (or another
+ *   instance) is back; events in between are not replayed.
  * - `skill.created`: `skill_id`, `project_id`, `agent_id`, `name`,
  *   `skill_type`, `version_id`. `skill.updated`: `skill_id`, `project_id`,
  *   `agent_id`, `name`, `active_version_id`, `latest_version_id`,
@@ -207,15 +212,16 @@ export const EventsService: GenService<{
   /**
    * Opens a stream of the caller's control events, optionally limited to one
    * run and to some event types. The stream lasts until the client
-   * disconnects; the server does not end it except on shutdown
-   * (UNAVAILABLE) or when the client reads too slowly and more than 1000
-   * events are waiting (RESOURCE_EXHAUSTED). Errors, before the first
-   * message: INVALID_ARGUMENT (unknown value in `event_types`, field
-   * `event_types`), RESOURCE_EXHAUSTED (HTTP 429: the caller's API key
+   * disconnects; the server ends it only on shutdown (a final
+   * `server.shutdown` event, then a normal end) or when the client reads
+   * too slowly and more than 1000 events are waiting (RESOURCE_EXHAUSTED).
+   * Errors, before the first message: INVALID_ARGUMENT (unknown value in
+   * `event_types`, field `event_types`), RESOURCE_EXHAUSTED (HTTP 429: the caller's API key
    * already holds SERVICE_MAX_SUBSCRIPTIONS_PER_KEY open control event
    * subscriptions, 64 by default, or the server holds
    * SERVICE_MAX_SUBSCRIPTIONS, 4096 by default; the message names the limit
-   * reached. A closed stream frees its slot).
+   * reached. A closed stream frees its slot), UNAVAILABLE (the server is
+   * shutting down).
    *
    * @generated from rpc engram.v2.EventsService.Subscribe
    */

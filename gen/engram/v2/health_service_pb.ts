@@ -80,8 +80,9 @@ export type ReadyzResponse = Message<"engram.v2.ReadyzResponse"> & {
   status: string;
 
   /**
-   * Why the node is not ready yet: `starting`, `acl_rebuild_in_progress` or
-   * `sparse_prewarm_in_progress`. Empty when ready. Advisory, not stable.
+   * Why the node is not ready: `starting`, `acl_rebuild_in_progress` or
+   * `sparse_prewarm_in_progress` during start-up, `shutting_down` once a
+   * shutdown began. Empty when ready. Advisory, not stable.
    *
    * @generated from field: string reason = 2;
    */
@@ -192,7 +193,9 @@ export const HealthService: GenService<{
    * is done. While it runs, HTTP callers get 503 with
    * `{"status":"not_ready","reason":…}` where reason is, in order, `starting`,
    * `acl_rebuild_in_progress` or `sparse_prewarm_in_progress` (advisory). gRPC
-   * callers get the same message with status OK and read `status`.
+   * callers get the same message with status OK and read `status`. Engram
+   * design: after SIGTERM it answers 503 with reason `shutting_down` for as
+   * long as the server drains (see SERVICE_SHUTDOWN_GRACE_MS).
    *
    * @generated from rpc engram.v2.HealthService.Readyz
    */

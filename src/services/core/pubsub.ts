@@ -3,7 +3,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { SubscribeCoreEventsRequest, SubscribeCoreEventsResponseSchema } from "../../../gen/engram/v2/core_service_pb.js";
-import { callerOf, type Principal } from "../../auth/principal.js";
+import { callerOf, isAdmin, type Principal } from "../../auth/principal.js";
 import type { CoreFilter, CoreFilterType, Delivery, SubscriptionRegistry } from "../../core/subscriptions.js";
 import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import type { Embedder } from "../../retrieval/embedder.js";
@@ -82,6 +82,8 @@ function messageOf({ event, similarity }: Delivery): EventMessage {
       return { type: event.type, nodeId: event.nodeId };
     case "memory.added":
       return { type: event.type, sessionId: event.sessionId, entryJson: event.entryJson };
+    case "server.shutdown":
+      return { type: event.type };
   }
 }
 
@@ -109,7 +111,10 @@ export function pubsubHandlers(deps: PubsubDeps): CoreHandlers {
     },
 
     async listCoreSubscriptions(_req, ctx) {
-      return { subscriptionIds: deps.registry.idsOf(callerOf(ctx).userId), total: deps.registry.total };
+      const caller = callerOf(ctx);
+      const ids = deps.registry.idsOf(caller.userId);
+      // The server-wide count moves with other users' subscriptions: only an admin may see it.
+      return { subscriptionIds: ids, total: isAdmin(caller) ? deps.registry.total : ids.length };
     },
   };
 }

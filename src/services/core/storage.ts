@@ -1,4 +1,4 @@
-// Storage routes: server-wide statistics, and compaction (admins only).
+// Storage routes: server-wide statistics and compaction, both for admins only.
 import { callerOf, isAdmin } from "../../auth/principal.js";
 import type { MemoryIndex } from "../../memory/memory-index.js";
 import type { VectorIndex } from "../../retrieval/vector-index.js";
@@ -32,7 +32,10 @@ export function memoryIndexStats(index: MemoryIndex): IndexStats[] {
 
 export function storageHandlers(deps: StorageRouteDeps): CoreHandlers {
   return {
-    getStorageStats() {
+    getStorageStats(_req, ctx) {
+      // Key counts and the file size move with every owner's writes: shown to a user, they would tell it how much the
+      // others store and when they write. Per-owner figures would need a scan of every database per call.
+      if (!isAdmin(callerOf(ctx))) throw permissionDenied("GetStorageStats needs an admin key: storage statistics are server-wide");
       const stats = storageStats({
         storage: deps.storage,
         compactor: deps.compactor,

@@ -39,6 +39,24 @@ function requestedStatus(header: Headers | undefined): number | undefined {
   return Number.isInteger(status) && status >= 200 && status <= 599 ? status : undefined;
 }
 
+/** Response metadata HTTP clients read as header fields: the rate limit's (see interceptors/rate-limit.ts). */
+const RELAYED_HEADERS = ["retry-after", "ratelimit", "ratelimit-policy"] as const;
+
+function relayHeaders(from: Headers | undefined, res: NodeResponse): void {
+  if (from === undefined || res.headersSent) return;
+  for (const name of RELAYED_HEADERS) {
+    const value = from.get(name);
+    if (value !== null) res.setHeader(name, value);
+  }
+}
+
+/** A Connect end-of-stream message's metadata (`{"name": ["value"]}`) as Headers. */
+function endStreamHeaders(metadata: Record<string, string[]> | undefined): Headers {
+  const headers = new Headers();
+  for (const [name, values] of Object.entries(metadata ?? {})) for (const value of values) headers.append(name, value);
+  return headers;
+}
+
 async function collect(body: AsyncIterable<Uint8Array> | undefined): Promise<Uint8Array> {
   if (body === undefined) return new Uint8Array(0);
   const parts: Uint8Array[] = [];
@@ -136,10 +154,13 @@ export class HttpGateway {
       header.set("content-type", "application/connect+json");
       const envelope = encodeEnvelope(0, new TextEncoder().encode(JSON.stringify(json)));
       const response = await handler({ ...request, body: (async function* () { yield envelope; })() });
-      await this.#stream(response, out);
+      relayHeaders(response.header, res);
+      await this.#stream(response, out, res);
     } else {
       header.set("content-type", "application/json");
-      await this.#unary(binding, await handler({ ...request, body: json }), out);
+      const response = await handler({ ...request, body: json });
+      relayHeaders(response.header, res);
+      await this.#unary(binding, response, out);
     }
     answered = true;
   }
@@ -175,7 +196,7 @@ export class HttpGateway {
   }
 
   /** Relays a Connect server stream as SSE. Errors before the first message are plain HTTP errors. */
-  async #stream(response: UniversalServerResponse, out: HttpResponder): Promise<void> {
+  async #stream(response: UniversalServerResponse, out: HttpResponder, res: NodeResponse): Promise<void> {
     if (response.status !== 200) {
       this.#sendConnectError(JSON.parse(decoder.decode(await collect(response.body))) as ConnectErrorJson, response.header, out);
       return;
@@ -186,10 +207,13 @@ export class HttpGateway {
       for await (const envelope of pipe(response.body ?? (async function* () {})(), transformSplitEnvelope(this.#maxBodyBytes))) {
         const text = decoder.decode(envelope.data);
         if ((envelope.flags & endStreamFlag) === endStreamFlag) {
-          const end = JSON.parse(text) as { error?: ConnectErrorJson };
+          const end = JSON.parse(text) as { error?: ConnectErrorJson; metadata?: Record<string, string[]> };
           if (end.error !== undefined) {
             if (!opened) {
-              this.#sendConnectError(end.error, response.header, out);
+              // A stream refused before its first message (a rate limit, say) carries its metadata here.
+              const metadata = endStreamHeaders(end.metadata);
+              relayHeaders(metadata, res);
+              this.#sendConnectError(end.error, requestedStatus(metadata) === undefined ? response.header : metadata, out);
               return;
             }
             out.write(sseData(JSON.stringify({ type: "error", code: end.error.code, message: boundedMessage(end.error.message ?? "") })));
