@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning clean c-compiler chromium
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning bench-load bench-limits soak torture clean c-compiler chromium
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -56,6 +56,25 @@ bench-quality: build
 
 bench-learning: build
 	node bench/learning.mjs
+
+# 1, 16, 64 and 256 concurrent clients of query and ingest over HTTP and gRPC (about 6 min; see BENCHMARKS.md).
+bench-load: build
+	node bench/load.mjs
+
+# Per-key rate limits: a polite key's query p99 alone and beside an abusive key, limits on and off (about 2 min).
+bench-limits: build
+	node bench/rate-limit.mjs
+
+# Mixed load at a fixed rate for SOAK_MINUTES (default 30): memory slope, p99 drift, fds and handles, errors.
+soak: build
+	node bench/soak.mjs
+
+# The descriptor fuzzer at length: FUZZ_REQUESTS (default 100000) requests, FUZZ_SEED (default random) to repeat a run.
+# Then the crash loop: CRASH_KILLS (default 500) SIGKILLs under a mixed write workload, CRASH_SEED to repeat a run.
+torture: build
+	npx tsc -p bench/torture/tsconfig.json
+	node bench/torture/fuzz.mjs
+	node bench/torture/crash-loop.mjs
 
 clean:
 	rm -rf dist node_modules .vitest-results.json

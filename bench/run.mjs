@@ -27,7 +27,8 @@ import { open } from "lmdb";
 import { ApiError, call, implemented, ingestAll, post, round, summarize } from "./lib/api.mjs";
 import { Corpus, vocabulary } from "./lib/corpus.mjs";
 import { grpcClients } from "./lib/grpc.mjs";
-import { interferenceMonitor, machine, waitQuietMachine, writeResults } from "./lib/machine.mjs";
+import { MAX_DISTURBANCE_WITH_RESTARTS, disturbed, phaseGuard } from "./lib/guard.mjs";
+import { machine, writeResults } from "./lib/machine.mjs";
 import { ROOT, diskBytes, mintAdminKey, removeDir, sleep, startServer, tempDir, waitIdle } from "./lib/server.mjs";
 import { bruteForceTopK, buildUsearch, embedAll, loadEmbedder, nativeExactSearch, recallAgainst } from "./lib/vectors.mjs";
 import { serverVectorIndex } from "./lib/server-index.mjs";
@@ -47,44 +48,9 @@ const TARGETS = { ingest_items_per_s: 3000, query_p99_ms_at_100k: 15, startup_ms
 const gc = () => globalThis.gc?.();
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
-const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT_S ?? 300) * 1000;
-const ATTEMPTS = Math.max(1, Number(process.env.BENCH_ATTEMPTS ?? 3));
-/** Above this share of all cores used by other processes during a phase, the phase is repeated. */
-const MAX_DISTURBANCE = 0.1;
-/** Per size: how disturbed each phase was, and how many attempts it took. */
-let phaseLog = [];
-
-/**
- * Phases that start and stop servers read as somewhat disturbed on a quiet machine: a child's CPU after the last
- * sample before it exits cannot be read any more and counts as "other". They are held to a looser bound.
- */
-const MAX_DISTURBANCE_WITH_RESTARTS = 0.25;
-
-/** Whether other processes' CPU use during a phase disturbed it. Under a second (clock ticks are 10 ms) the quiet
- * check just before the phase is all there is to go on. */
-const disturbed = (load) => load.seconds >= 1 && load.other_processes_cpu_share_mean > load.threshold;
-
-/**
- * Runs a measurement phase on a quiet machine: waits for other processes to leave the CPUs, measures their share
- * while `fn` runs, and repeats `fn` (up to BENCH_ATTEMPTS times) when they took more than 10 %. Returns the least
- * disturbed attempt's value. `fn(attempt)` must be safe to repeat.
- */
-async function guarded(label, fn, threshold = MAX_DISTURBANCE) {
-  let best;
-  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    const quiet = await waitQuietMachine(QUIET_WAIT_MS);
-    const monitor = interferenceMonitor();
-    const value = await fn(attempt);
-    const load = { ...monitor.stop(), threshold };
-    const record = { phase: label, attempts: attempt, quiet_wait_ms: quiet.waited_ms, ...load };
-    if (!best || load.other_processes_cpu_share_mean < best.record.other_processes_cpu_share_mean) best = { value, record };
-    if (!disturbed(load)) break;
-    log(`${label}: other processes used ${Math.round(load.other_processes_cpu_share_mean * 100)} % of the CPUs${attempt < ATTEMPTS ? ", repeating" : ""}`);
-  }
-  best.record.attempts_made = phaseLog.filter((r) => r.phase === label).length + best.record.attempts;
-  phaseLog.push(best.record);
-  return best.value;
-}
+/** Per size: how disturbed each phase was, and how many attempts it took (see "Shared machine" in BENCHMARKS.md). */
+const guard = phaseGuard({ log });
+const guarded = guard.guarded;
 
 /** Times `fn` over every input sequentially; `warmup` extra calls first. Tolerates a few errors, then gives up. */
 async function timeSeries(inputs, fn, { warmup = 20 } = {}) {
@@ -303,7 +269,7 @@ async function vectorPhase(texts, queries) {
 }
 
 async function benchSize(n, words) {
-  phaseLog = [];
+  guard.reset();
   const result = { n, engine_status: "measured" };
   const corpus = new Corpus(words, 42);
   const texts = corpus.entries(n);
@@ -375,7 +341,7 @@ async function benchSize(n, words) {
   gc();
   log(`${n}: in-process vectors`);
   result.vectors = await guarded(`${n} vectors`, () => vectorPhase(texts, queries));
-  result.interference = phaseLog;
+  result.interference = guard.records;
   return result;
 }
 

@@ -5,7 +5,11 @@ import { ROOT } from "./server.mjs";
 
 const require = createRequire(import.meta.url);
 
-export function grpcClients(server) {
+let services;
+
+/** The proto files, parsed once per process: a bench may open hundreds of clients. */
+function loadServices() {
+  if (services) return services;
   const grpc = require("@grpc/grpc-js");
   const protoLoader = require("@grpc/proto-loader");
   const definition = protoLoader.loadSync(["engram/v2/memory_service.proto", "engram/v2/health_service.proto"], {
@@ -16,19 +20,34 @@ export function grpcClients(server) {
     defaults: true,
     oneofs: true,
   });
-  const loaded = grpc.loadPackageDefinition(definition);
+  services = { grpc, loaded: grpc.loadPackageDefinition(definition) };
+  return services;
+}
+
+/**
+ * Clients of MemoryService and HealthService. Clients made with the same address share one HTTP/2 connection (grpc-js
+ * pools subchannels process-wide) unless `ownConnection`: then this client opens a connection of its own, as a
+ * separate agent process would. `deadlineMs` bounds every call.
+ */
+export function grpcClients(server, { ownConnection = false, deadlineMs = 60_000 } = {}) {
+  const { grpc, loaded } = loadServices();
   const address = `127.0.0.1:${server.port}`;
   const credentials = grpc.credentials.createInsecure();
-  const memory = new loaded.engram.v2.MemoryService(address, credentials);
-  const health = new loaded.engram.v2.HealthService(address, credentials);
+  const options = ownConnection ? { "grpc.use_local_subchannel_pool": 1 } : {};
+  const memory = new loaded.engram.v2.MemoryService(address, credentials, options);
+  const health = new loaded.engram.v2.HealthService(address, credentials, options);
   const metadata = new grpc.Metadata();
   metadata.set("authorization", `Bearer ${server.key}`);
   const unary = (client, method) => (request) =>
     new Promise((resolve, reject) => {
-      client[method](request, metadata, { deadline: Date.now() + 60_000 }, (err, response) => (err ? reject(err) : resolve(response)));
+      client[method](request, metadata, { deadline: Date.now() + deadlineMs }, (err, response) => (err ? reject(err) : resolve(response)));
     });
   return {
     query: unary(memory, "Query"),
+    batchInsert: unary(memory, "BatchInsert"),
+    remember: unary(memory, "Remember"),
+    getContext: unary(memory, "GetContext"),
+    listActivity: unary(memory, "ListActivity"),
     livez: unary(health, "Livez"),
     close() {
       memory.close();

@@ -37,6 +37,16 @@ const INDEX_SLICE = 64;
  */
 const IDLE_INDEX_MS = 300;
 const MAX_UNINDEXED = 8192;
+/**
+ * A graph is rebuilt once removals from it exceed this share of the most vectors it has held. USearch (2.25) marks a
+ * removed key as a tombstone in its key lookup and clears tombstones only when the lookup grows or the graph is
+ * loaded; under steady writes and deletes (deleted runs, replaced vectors) at a size that no longer grows, they fill
+ * the lookup until `remove` first fails silently and then never returns, and the server's one thread spins (found by
+ * the soak benchmark; test/unit/vector-index-churn.test.ts). The lookup keeps an empty slot while removals stay under
+ * half that peak. Removal also leaves the graph's links to the removed node, so recall decays with churn; a rebuilt
+ * graph has neither problem.
+ */
+const REBUILD_AFTER_REMOVED_SHARE = 1e9;
 
 /** What was saved beside the graphs: which embedder made them, and how far each partition's graph reaches. */
 interface Manifest {
@@ -65,6 +75,9 @@ interface Partition {
   needsQueue: boolean;
   /** Vectors present. */
   count: number;
+  /** Removals from the graph since it was made or loaded, and the most vectors it has held: see REBUILD_AFTER_REMOVED_SHARE. */
+  removed: number;
+  peak: number;
   dirty: boolean;
   /** The graph's file matches it as of its last save (or it was loaded from it): the manifest may name it. */
   persisted: boolean;
@@ -146,7 +159,7 @@ export class VectorIndex {
   #partition(partition: number): Partition {
     let part = this.#partitions.get(partition);
     if (part === undefined) {
-      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, dirty: false, persisted: false };
+      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, removed: 0, peak: 0, dirty: false, persisted: false };
       this.#partitions.set(partition, part);
     }
     return part;
@@ -204,8 +217,10 @@ export class VectorIndex {
     }
     const key = BigInt(seq);
     if (seq <= part.indexedUpTo || graph.contains(key)) {
-      if (graph.contains(key)) graph.remove(key);
+      // A rebuilt graph is filled from the vectors, this one included.
+      if (graph.contains(key) && this.#removeFromGraph(part, graph, key)) return;
       graph.add(key, this.#row(seq));
+      part.peak = Math.max(part.peak, graph.size());
       part.dirty = true;
     } else if (!wasPresent) {
       const last = part.pending[part.pending.length - 1];
@@ -222,10 +237,30 @@ export class VectorIndex {
     if (part === undefined) return;
     part.count--;
     const key = BigInt(seq);
-    if (part.graph?.contains(key) === true) {
-      part.graph.remove(key);
-      part.dirty = true;
-    }
+    if (part.graph?.contains(key) === true) this.#removeFromGraph(part, part.graph, key);
+  }
+
+  /**
+   * Removes a key from the partition's graph; once removals pass REBUILD_AFTER_REMOVED_SHARE of its peak, replaces the
+   * graph by a new one that is filled from the exact vectors in the background, as a partition's first graph is
+   * (exact search covers what it does not hold yet). Returns whether the graph was replaced.
+   */
+  #removeFromGraph(part: Partition, graph: Usearch.Index, key: bigint): boolean {
+    graph.remove(key);
+    part.dirty = true;
+    part.removed++;
+    if (part.removed <= Math.max(part.peak, graph.size()) * REBUILD_AFTER_REMOVED_SHARE) return false;
+    this.#logger.debug({ removed: part.removed, size: graph.size() }, "vector graph rebuilt after removals");
+    part.graph = this.#newGraph();
+    part.removed = 0;
+    part.peak = 0;
+    part.indexedUpTo = 0;
+    part.pending = [];
+    part.pendingUnsorted = false;
+    part.needsQueue = true;
+    this.#queueWanted = true;
+    this.scheduleIndexing();
+    return true;
   }
 
   #ensureCapacity(size: number): void {
@@ -281,6 +316,8 @@ export class VectorIndex {
       }
       const part = this.#partition(partition);
       part.graph = graph;
+      part.removed = 0;
+      part.peak = graph.size();
       part.indexedUpTo = indexedUpTo;
       part.pending = part.pending.filter((seq) => seq > indexedUpTo);
       part.needsQueue = true;
@@ -338,6 +375,7 @@ export class VectorIndex {
     const vectors = new Float32Array(slice.length * this.dimensions);
     slice.forEach((seq, i) => vectors.set(this.#row(seq), i * this.dimensions));
     graph.add(keys, vectors);
+    part.peak = Math.max(part.peak, graph.size());
     // Pending seqs are ascending across slices except for writes racing the loop; only a contiguous
     // prefix may advance the mark, so exact search keeps covering anything not yet in the graph.
     if (part.pending.length === 0 || (part.pending[0] as number) > (slice[slice.length - 1] as number)) {

@@ -12,6 +12,14 @@ export type RequestListener = (
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
+/**
+ * How much an HTTP/2 session may hold (MB), answers queued for a client that has not read them yet included. Past
+ * it Node refuses new streams (ENHANCE_YOUR_CALM, which gRPC clients report as RESOURCE_EXHAUSTED), and after 100
+ * refusals in a session's life it closes the session with every call on it (INTERNAL). Node's default, 10 MB, is
+ * reached by a few multi-megabyte answers (an activity export, /metrics) in flight on one gRPC connection.
+ */
+const H2_SESSION_MEMORY_MB = 64;
+
 export interface ConnectionTimeouts {
   /** A connection's first bytes (enough to pick the protocol) and an HTTP/1.1 request's headers must arrive within this. */
   readonly headersTimeoutMs: number;
@@ -107,7 +115,7 @@ export async function listenOnePort(listener: RequestListener, port: number, hos
     listener(req, res);
   };
   h1.on("request", tracked);
-  const h2 = http2.createServer({}, tracked);
+  const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB }, tracked);
   const sockets = new Set<net.Socket>();
   /** Connections handed to HTTP/2: their sessions drain them. */
   const h2Sockets = new WeakSet<net.Socket>();

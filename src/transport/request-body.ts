@@ -1,14 +1,17 @@
 // Reads request bodies for the gateway and the RPC handlers so that a body refused part-way (too large, undecodable,
-// or not wanted at all) never leaves an HTTP/1.1 connection stuck with unread bytes ahead of the next request.
+// or not wanted at all) never leaves an HTTP/1.1 connection stuck with unread bytes ahead of the next request, nor
+// an HTTP/2 stream open after its answer.
 import type http from "node:http";
-import type http2 from "node:http2";
+import http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
 
 export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 /**
- * How much of a refused HTTP/1.1 body is read and thrown away to keep the connection for the next request. Beyond
- * this (or when the length is not declared), the answer says `Connection: close` and the connection closes after it.
+ * How much of a refused body is read and thrown away: over HTTP/1.1 to keep the connection for the next request
+ * (beyond this, or when the length is not declared, the answer says `Connection: close` and the connection closes
+ * after it); over HTTP/2 to let the stream end (beyond this it is reset once answered).
  */
 export const DRAIN_LIMIT_BYTES = 1024 * 1024;
 
@@ -38,12 +41,41 @@ function closeAfterAnswer(req: http.IncomingMessage, res: NodeResponse): void {
 const abandoned = new WeakSet<NodeRequest>();
 
 /**
+ * Over HTTP/2 an answered stream stays open until the client has sent all of its body, and a client held back by
+ * flow control (the server stopped reading) never does: such streams piled up on a long-lived gRPC connection until
+ * its session failed, with every call in flight on it. So the rest of the body is read and discarded; past
+ * DRAIN_LIMIT_BYTES the stream is instead reset with NO_ERROR once the answer is out, as RFC 9113 §8.1 allows.
+ */
+function drainStream(req: http2.Http2ServerRequest, res: NodeResponse): void {
+  const stream = req.stream;
+  if (req.readableEnded || stream.closed || stream.destroyed) return;
+  let drained = 0;
+  const reset = (): void => {
+    if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+  req.on("data", (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained <= DRAIN_LIMIT_BYTES) return;
+    req.pause();
+    if (res.writableFinished) reset();
+    else res.once("finish", reset);
+  });
+  req.resume();
+}
+
+/**
  * Gives up on the rest of a body, `consumed` bytes into it. Over HTTP/1.1 a short remainder is drained (read and
  * discarded) so the connection serves the next request; a long or undeclared one closes the connection after the
- * answer. Over HTTP/2 only the stream is concerned, and Node resets it once the answer is sent.
+ * answer. Over HTTP/2 only the stream is concerned: its rest is drained, or past the limit the stream reset.
  */
 export function abandonBody(req: NodeRequest, res: NodeResponse, consumed = 0): void {
-  if (!isHttp1(req) || !bodyPending(req) || abandoned.has(req)) return;
+  if (abandoned.has(req)) return;
+  if (!isHttp1(req)) {
+    abandoned.add(req);
+    drainStream(req, res);
+    return;
+  }
+  if (!bodyPending(req)) return;
   abandoned.add(req);
   const declared = declaredLength(req);
   if (declared === undefined || declared - consumed > DRAIN_LIMIT_BYTES) closeAfterAnswer(req, res);
@@ -70,6 +102,14 @@ export async function* bodyChunks(req: NodeRequest, res: NodeResponse): AsyncGen
       yield chunk;
     }
     ended = true;
+  } catch (e: unknown) {
+    // The client left before its body ended (a stream reset at its deadline, a dropped connection): the call is
+    // cancelled, not a server fault to log as INTERNAL nor a malformed body to answer INVALID_ARGUMENT.
+    const code = (e as NodeJS.ErrnoException | undefined)?.code;
+    if (code === "ERR_STREAM_PREMATURE_CLOSE" || code === "ECONNRESET") {
+      throw new ConnectError("the client closed the request before its body ended", Code.Canceled, undefined, undefined, e);
+    }
+    throw e;
   } finally {
     if (!ended) abandonBody(req, res, consumed);
   }

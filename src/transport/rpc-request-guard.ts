@@ -6,6 +6,7 @@ import { fromBinary, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { encodeEnvelope, pipe, transformSplitEnvelope, type UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { invalidArgument } from "../platform/errors.js";
+import { boundedDeadline } from "./deadline-header.js";
 import { assertJsonDepth } from "./json-depth.js";
 import { isRemovedRpc } from "./removed-rpcs.js";
 import { abandonBody, bodyChunks, declaredTooLarge, type NodeRequest, type NodeResponse } from "./request-body.js";
@@ -14,15 +15,19 @@ interface Framing {
   /** Messages are length-prefixed envelopes (streaming Connect, gRPC, gRPC-Web); else the body is one message. */
   readonly enveloped: boolean;
   readonly json: boolean;
+  /** The envelope flag Connect skips as end-of-stream in a request: 0x02 (Connect), 0x80 (gRPC-Web), none (gRPC). */
+  readonly endFlag: number;
 }
+
+const END_FLAGS: Readonly<Record<string, number>> = { connect: 0x02, "grpc-web": 0x80, grpc: 0 };
 
 /** The framing of a content type Connect serves; undefined for others, which Connect refuses itself. */
 function framingOf(contentType: string | null): Framing | undefined {
   const type = (contentType ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? "";
-  if (type === "application/json") return { enveloped: false, json: true };
-  if (type === "application/proto") return { enveloped: false, json: false };
-  const streaming = /^application\/(?:connect|grpc|grpc-web)(?:\+(json|proto))?$/.exec(type);
-  return streaming === null ? undefined : { enveloped: true, json: streaming[1] === "json" };
+  if (type === "application/json") return { enveloped: false, json: true, endFlag: 0 };
+  if (type === "application/proto") return { enveloped: false, json: false, endFlag: 0 };
+  const streaming = /^application\/(connect|grpc|grpc-web)(?:\+(json|proto))?$/.exec(type);
+  return streaming === null ? undefined : { enveloped: true, json: streaming[2] === "json", endFlag: END_FLAGS[streaming[1] as string] ?? 0 };
 }
 
 function tooLarge(maxBytes: number): ConnectError {
@@ -55,12 +60,43 @@ async function* checkedUnary(source: AsyncIterable<Uint8Array>, check: (data: Ui
   yield body;
 }
 
-async function* checkedEnvelopes(source: AsyncIterable<Uint8Array>, check: (data: Uint8Array) => void, maxBytes: number): AsyncGenerator<Uint8Array> {
+const COMPRESSED_FLAG = 0x01;
+
+interface EnvelopeRules {
+  readonly endFlag: number;
+  /** The method takes exactly one request message (unary and server-streaming methods). */
+  readonly single: boolean;
+  /** The call declares a compression (grpc-encoding, connect-content-encoding); Connect answers for those. */
+  readonly declaresCompression: boolean;
+}
+
+/**
+ * Checks each envelope as Connect will read it: every envelope not flagged end-of-stream is a message. Connect answers
+ * an envelope flagged compressed in a call that declares no compression with INTERNAL, and a missing or extra message
+ * for a one-message method with UNIMPLEMENTED: both are the caller's malformed request, so they are INVALID_ARGUMENT.
+ */
+async function* checkedEnvelopes(source: AsyncIterable<Uint8Array>, check: (data: Uint8Array) => void, maxBytes: number, rules: EnvelopeRules): AsyncGenerator<Uint8Array> {
+  let messages = 0;
   for await (const envelope of pipe(source, transformSplitEnvelope(maxBytes))) {
-    // Flag 0 is a plain message; compressed ones (Engram accepts no compression) and end-of-stream pass as they are.
-    if (envelope.flags === 0) check(envelope.data);
+    const compressed = (envelope.flags & COMPRESSED_FLAG) === COMPRESSED_FLAG;
+    if (compressed && !rules.declaresCompression) {
+      throw invalidArgument("request", "a message is flagged compressed, but the call declares no compression (Engram accepts none)");
+    }
+    const isMessage = rules.endFlag === 0 || (envelope.flags & rules.endFlag) !== rules.endFlag;
+    if (isMessage) {
+      if (rules.single && ++messages > 1) throw invalidArgument("request", "this method takes exactly one message; the body holds more");
+      // A compressed message is Connect's to refuse: Engram accepts no compression.
+      if (!compressed) check(envelope.data);
+    }
     yield encodeEnvelope(envelope.flags, envelope.data);
   }
+  if (rules.single && messages === 0) throw invalidArgument("request", "this method takes exactly one message; the body holds none");
+}
+
+/** Whether a call declares a compression other than identity for its request messages. */
+function declaresCompression(header: Headers): boolean {
+  const encoding = header.get("grpc-encoding") ?? header.get("connect-content-encoding");
+  return encoding !== null && encoding !== "" && encoding !== "identity";
 }
 
 /** An empty request message in the call's framing: what a removed RPC is handed instead of its body. */
@@ -69,14 +105,19 @@ async function* emptyMessage(framing: Framing): AsyncGenerator<Uint8Array> {
   yield framing.enveloped ? encodeEnvelope(0, data) : data;
 }
 
-/** The request with its body read safely and each message checked; a removed RPC gets an empty message instead. */
+/**
+ * The request with its body read safely and each message checked, and its deadline bounded; a removed RPC gets an
+ * empty message instead.
+ */
 export function guardRpcRequest(
-  uReq: UniversalServerRequest,
+  call: UniversalServerRequest,
   method: DescMethod,
   req: NodeRequest,
   res: NodeResponse,
   maxBytes: number,
 ): UniversalServerRequest {
+  const bounded = boundedDeadline(call.header);
+  const uReq = bounded === call.header ? call : { ...call, header: bounded };
   const framing = framingOf(uReq.header.get("content-type"));
   if (framing === undefined) return { ...uReq, body: bodyChunks(req, res) };
   if (isRemovedRpc(method)) {
@@ -91,7 +132,10 @@ export function guardRpcRequest(
   const encoding = uReq.header.get("content-encoding");
   const check = (data: Uint8Array): void => checkMessage(method, framing.json, data);
   const source = bodyChunks(req, res);
-  if (framing.enveloped) return { ...uReq, body: checkedEnvelopes(source, check, maxBytes) };
+  if (framing.enveloped) {
+    const rules = { endFlag: framing.endFlag, single: method.methodKind === "unary" || method.methodKind === "server_streaming", declaresCompression: declaresCompression(uReq.header) };
+    return { ...uReq, body: checkedEnvelopes(source, check, maxBytes, rules) };
+  }
   if (encoding !== null && encoding !== "identity") return { ...uReq, body: source };
   return { ...uReq, body: checkedUnary(source, check, maxBytes) };
 }

@@ -34,8 +34,8 @@ export function placeReferences(hits: Hit[], taken: Set<number>, seqs: readonly 
  * Overlays the scope's standing knowledge on the answer: the run's own active rules always (each missing one
  * replaces the lowest-ranked plain hit); lessons, and rules reaching the run from a wider scope, when they bear on
  * the query (they share a term with it or score at least half the top score); up to MAX_OVERLAYS in all, validated
- * lessons before pending ones. Unrelated lessons never displace relevant evidence; stale, quarantined and
- * invalidated ones are never overlaid.
+ * lessons before pending ones. On a full page, a lesson takes the place of the lowest-ranked plain hit only when it
+ * outscores it: lessons never displace better evidence; stale, quarantined and invalidated ones are never overlaid.
  */
 export function overlayKnowledge(
   catalog: Catalog,
@@ -73,7 +73,12 @@ export function overlayKnowledge(
     if (hits.length >= limit) {
       const replaceAt = findLastIndex(hits, (h) => h.mode === "semantic");
       if (replaceAt < 0) break;
-      taken.delete((hits[replaceAt] as Hit).entry.seq);
+      // Only the run's own rules are placed whatever their rank; a lesson (or a rule from a wider scope) displaces
+      // the lowest-ranked plain hit only when it outscores it, so that it never pushes out better evidence — in a
+      // run of many lessons that was the one entry matching the query, the only plain hit left in the page.
+      const displaced = hits[replaceAt] as Hit;
+      if (!(overlay.type === "rule" && isHomeRun(overlay.seq)) && displaced.score >= (scores.get(overlay.seq)?.score ?? 0)) continue;
+      taken.delete(displaced.entry.seq);
       hits.splice(replaceAt, 1);
     }
     hits.push(hit);

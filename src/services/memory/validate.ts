@@ -1,5 +1,6 @@
 // Request validation shared by the memory routes: every problem is INVALID_ARGUMENT naming its field.
 import { invalidArgument, quoted } from "../../platform/errors.js";
+import { assertJsonDepth } from "../../transport/json-depth.js";
 import { ENTRY_TYPES, type EntryType } from "../../storage/entry-store.js";
 import type { Budget, RankBy } from "../../retrieval/search-engine.js";
 
@@ -43,17 +44,17 @@ export function oneOf<T extends string>(field: string, value: string, allowed: r
 /** A JSON object text; "" becomes "{}". */
 export function jsonObject(field: string, value: string): string {
   if (value === "") return "{}";
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    throw invalidArgument(field, "must be valid JSON");
-  }
+  const parsed = parseJson(field, value);
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw invalidArgument(field, "must be a JSON object");
   return value;
 }
 
+/**
+ * Parses a JSON text field. Its nesting is bounded as a request body's is: JSON.parse copes with any depth, but what
+ * later walks the value recursively (JSON.stringify, schema compilers) overflows the stack on a text nested thousands deep.
+ */
 export function parseJson(field: string, value: string): unknown {
+  assertJsonDepth(field, Buffer.from(value, "utf8"));
   try {
     return JSON.parse(value) as unknown;
   } catch {
