@@ -13,8 +13,12 @@ import { ENGRAM_SERVICES } from "../src/client/services.js";
 
 const SEED = Number(process.env["FUZZ_SEED"] ?? 20_260_613);
 const REQUESTS = Number(process.env["FUZZ_REQUESTS"] ?? 3000);
-/** How far the floor of the server's anonymous memory may rise over the run before it counts as a leak. */
-const MEMORY_GROWTH_BOUND_KB = 192 * 1024;
+/**
+ * How far the floor of the server's anonymous memory may rise over the run before it counts as a leak. A short run
+ * still sees the heap grow into its working size (about 90 MB here); a leak of a request's body each time would
+ * add far more. `make torture` reports the same figure over 100,000 requests.
+ */
+const MEMORY_GROWTH_BOUND_KB = 320 * 1024;
 
 let report: FuzzReport;
 let summary: string;

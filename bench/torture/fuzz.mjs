@@ -35,5 +35,9 @@ const report = await runFuzz({
 process.stdout.write(`${formatReport(report)}\n`);
 const kinds = failureKinds(report);
 if (kinds.length > 0) process.stdout.write(`failure kinds:\n  ${kinds.join("\n  ")}\n`);
-const failed = report.failureCount > 0 || report.victimChanged.length > 0 || report.logErrors.length > 0;
+// The floor of the server's memory (see FuzzReport.memoryGrowthKb) may not keep rising over a long run.
+const MEMORY_GROWTH_BOUND_KB = 256 * 1024;
+const leaked = report.memoryGrowthKb > MEMORY_GROWTH_BOUND_KB;
+if (leaked) process.stdout.write(`memory floor grew by more than ${MEMORY_GROWTH_BOUND_KB / 1024} MB\n`);
+const failed = report.failureCount > 0 || report.victimChanged.length > 0 || report.logErrors.length > 0 || leaked;
 process.exit(failed ? 1 : 0);
