@@ -46,7 +46,7 @@ const MAX_UNINDEXED = 8192;
  * half that peak. Removal also leaves the graph's links to the removed node, so recall decays with churn; a rebuilt
  * graph has neither problem.
  */
-const REBUILD_AFTER_REMOVED_SHARE = 1e9;
+const REBUILD_AFTER_REMOVED_SHARE = 0.25;
 
 /** What was saved beside the graphs: which embedder made them, and how far each partition's graph reaches. */
 interface Manifest {
