@@ -46,6 +46,8 @@ const ROTATE_MS = 60_000;
 const KEEP_RUNS = 3;
 const REQUEST_TIMEOUT_MS = 30_000;
 const TARGETS = { rss_slope_mib_per_hour: 5, p99_drift_percent: 20, errors: 0 };
+/** The soak ends early when this many samples in a row saw errors and not one answer: the server has stalled. */
+const STALLED_SAMPLES = 6;
 const MIX = [
   ["query", 0.7],
   ["remember", 0.1],
@@ -123,7 +125,7 @@ function floors(points, bucketS) {
   return [...byBucket.values()];
 }
 
-function summary(samples, totals, holds) {
+function summary(samples, totals, holds, stalledAt) {
   const warmupEnd = Math.ceil(samples.length / 3);
   const steady = samples.slice(warmupEnd);
   const hours = (s) => s.t_s / 3600;
@@ -143,6 +145,7 @@ function summary(samples, totals, holds) {
   const rssSlope = floorSlopeOf("rss");
   const errors = totals.errors.count;
   return {
+    stalled_at_s: stalledAt,
     warmup_samples: warmupEnd,
     steady_samples: steady.length,
     floor_bucket_s: bucketS,
@@ -169,6 +172,7 @@ function summary(samples, totals, holds) {
       rss_slope: rssSlope < TARGETS.rss_slope_mib_per_hour,
       p99_drift: drift < TARGETS.p99_drift_percent,
       zero_errors: errors === 0 && totals.dropped === 0,
+      no_stall: stalledAt === undefined,
       // Once the clients are gone, the server holds no more files or handles than before the load began.
       fds_back_to_start: holds.after.fds <= holds.before.fds,
       handles_back_to_start: holds.after.active_handles <= holds.before.active_handles,
@@ -226,6 +230,7 @@ async function main() {
   };
 
   let loadDone = false;
+  let stalledAt;
   const rotation = (async () => {
     for (let m = 1; !loadDone; m++) {
       while (!loadDone && performance.now() - started < m * ROTATE_MS) await sleep(Math.min(1000, started + m * ROTATE_MS - performance.now()));
@@ -245,6 +250,7 @@ async function main() {
   const sampler = (async () => {
     let cpu = cpuSeconds(server.pid);
     let monitor = interferenceMonitor();
+    let dead = 0;
     for (let k = 1; !loadDone; k++) {
       while (!loadDone && performance.now() - started < k * SAMPLE_MS) await sleep(Math.min(500, started + k * SAMPLE_MS - performance.now()));
       if (loadDone) break;
@@ -265,6 +271,11 @@ async function main() {
         other_processes_cpu_share: load.other_processes_cpu_share_mean,
       };
       cpu = now;
+      dead = done.latencies.length === 0 && done.errors > 0 ? dead + 1 : 0;
+      if (dead >= STALLED_SAMPLES && stalledAt === undefined) {
+        stalledAt = round(sample.t_s - (STALLED_SAMPLES * SAMPLE_MS) / 1000, 1);
+        log(`no answer since t ${stalledAt} s: the server has stalled; ending the soak`);
+      }
       samples.push({ ...sample, latencies: done.latencies });
       log(`t ${Math.round(sample.t_s)} s: rss ${round(sample.rss)} MiB (anon ${round(sample.rss_anon)}), heap ${round(sample.heap_used)} MiB, fds ${sample.fds}, handles ${sample.active_handles}, p99 ${sample.p99_ms} ms, errors ${totals.errors.count}, other processes ${Math.round(sample.other_processes_cpu_share * 100)} %`);
       results.samples = samples.map(({ latencies: _l, ...rest }) => rest);
@@ -279,6 +290,7 @@ async function main() {
     maxOutstanding: 2000,
     fire,
     onDropped: () => totals.dropped++,
+    stop: () => stalledAt !== undefined,
   });
   loadDone = true;
   await Promise.all([rotation, sampler]);
@@ -293,7 +305,7 @@ async function main() {
 
   results.holds_after_load = holds.after;
   results.samples = samples.map(({ latencies: _l, ...rest }) => rest);
-  results.summary = summary(samples, totals, holds);
+  results.summary = summary(samples, totals, holds, stalledAt);
   results.targets = TARGETS;
   const file = writeResults("soak.json", results);
   const s = results.summary;
@@ -302,7 +314,7 @@ async function main() {
 requests ${s.requests} (${Object.entries(s.by_kind).map(([k, v]) => `${k} ${v.n}: p50 ${v.p50_ms} / p99 ${v.p99_ms} ms`).join("; ")})
 RSS slope after warm-up, through the floor of each ${s.floor_bucket_s} s: ${s.rss_slope_mib_per_hour} MiB/hour (anon ${s.rss_anon_slope_mib_per_hour}, file ${s.rss_file_slope_mib_per_hour}, heap ${s.heap_used_slope_mib_per_hour}; through every sample: RSS ${s.rss_every_sample_slope_mib_per_hour}, heap ${s.heap_used_every_sample_slope_mib_per_hour}) — target < ${TARGETS.rss_slope_mib_per_hour}: ${s.met.rss_slope ? "met" : "NOT MET"}
 p99 drift: ${s.p99_first_window_ms} → ${s.p99_last_window_ms} ms (${s.p99_drift_percent} %, windows of ${s.p99_window_minutes} min) — target < ${TARGETS.p99_drift_percent} %: ${s.met.p99_drift ? "met" : "NOT MET"}
-errors: ${s.errors.total}, dropped: ${s.dropped} — target 0: ${s.met.zero_errors ? "met" : "NOT MET"}
+errors: ${s.errors.total}, dropped: ${s.dropped} — target 0: ${s.met.zero_errors ? "met" : "NOT MET"}${s.stalled_at_s === undefined ? "" : ` — the server stopped answering at t ${s.stalled_at_s} s`}
 fds before / after warm-up / end / after load: ${s.fds.before_load} / ${s.fds.after_warmup} / ${s.fds.end} / ${s.fds.after_load}; handles ${s.active_handles.before_load} / ${s.active_handles.after_warmup} / ${s.active_handles.end} / ${s.active_handles.after_load}
 other processes used ${Math.round(s.other_processes_cpu_share_mean * 100)} % of the CPUs on average${s.other_processes_cpu_share_mean > 0.1 ? " — WARNING: busy machine, latency figures are disturbed" : ""}
 results: ${path.relative(ROOT, file)}`);

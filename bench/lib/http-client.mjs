@@ -6,7 +6,8 @@ import { ApiError } from "./api.mjs";
 /**
  * A client holding up to `sockets` keep-alive connections to the server (requests beyond that queue in the client).
  * `post(route, body)` resolves with the parsed JSON (or the text) of a 2xx answer and rejects with ApiError for any other status,
- * with the socket error (ECONNRESET, …) on a transport failure, and with a TimeoutError after `timeoutMs`.
+ * with the socket error (ECONNRESET, …) on a transport failure, and with a TimeoutError when no answer came within
+ * `timeoutMs` of the call, time spent queued for a socket included (a stalled server fails every call on time).
  */
 export function httpClient(server, { sockets = 64, timeoutMs = 30_000 } = {}) {
   // `timeout` closes a socket left idle for 5 s (as Node's global agent does). Without it, Node 20's Agent also ignores
@@ -18,13 +19,20 @@ export function httpClient(server, { sockets = 64, timeoutMs = 30_000 } = {}) {
   const authorization = `Bearer ${server.key}`;
   const send = (method, route, body) =>
     new Promise((resolve, reject) => {
+      let timer;
+      const settle = (fn) => (value) => {
+        clearTimeout(timer);
+        fn(value);
+      };
+      resolve = settle(resolve);
+      reject = settle(reject);
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const headers = { authorization };
       if (payload !== undefined) {
         headers["content-type"] = "application/json";
         headers["content-length"] = Buffer.byteLength(payload);
       }
-      const req = http.request({ agent, host: url.hostname, port: url.port, method, path: route, headers, timeout: timeoutMs }, (res) => {
+      const req = http.request({ agent, host: url.hostname, port: url.port, method, path: route, headers }, (res) => {
         const chunks = [];
         res.on("data", (chunk) => chunks.push(chunk));
         res.on("error", reject);
@@ -39,11 +47,11 @@ export function httpClient(server, { sockets = 64, timeoutMs = 30_000 } = {}) {
           }
         });
       });
-      req.on("timeout", () => {
+      timer = setTimeout(() => {
         const e = new Error(`${route}: no answer within ${timeoutMs} ms`);
         e.name = "TimeoutError";
         req.destroy(e);
-      });
+      }, timeoutMs);
       req.on("error", reject);
       req.end(payload);
     });

@@ -83,14 +83,15 @@ export async function closedLoop({ concurrency, warmupMs, durationMs, op }) {
  * Sends requests at `ratePerS` for `durationMs`, whatever the answers do: request i is due at start + i / rate and
  * `fire(i, dueAt)` sends it (measure latency from `dueAt`, so that a stalled server shows as latency instead of as
  * fewer requests). At most `maxOutstanding` requests are in flight; a request due beyond that is not sent and is
- * reported to `onDropped(i)`. Resolves once the last request sent has settled.
+ * reported to `onDropped(i)`. `stop()` returning true ends the sending early. Resolves once the last request sent has
+ * settled.
  */
-export async function openLoop({ ratePerS, durationMs, maxOutstanding = 1000, fire, onDropped = () => {} }) {
+export async function openLoop({ ratePerS, durationMs, maxOutstanding = 1000, fire, onDropped = () => {}, stop = () => false }) {
   const started = performance.now();
   const total = Math.floor((durationMs / 1000) * ratePerS);
   const pending = new Set();
   let issued = 0;
-  while (issued < total) {
+  while (issued < total && !stop()) {
     const due = Math.min(total, Math.floor(((performance.now() - started) * ratePerS) / 1000) + 1);
     for (; issued < due; issued++) {
       if (pending.size >= maxOutstanding) {
