@@ -3,11 +3,14 @@ import type { EventBus } from "../events/event-bus.js";
 import type { Metrics } from "../platform/metrics.js";
 import type { EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
+import type { SpaceVector } from "../storage/vector-space-store.js";
 
 export interface EntryToWrite {
   readonly entry: NewEntry;
   /** A caller-supplied vector of the embedder's dimension; the content is embedded when absent. */
   readonly vector?: Float32Array | undefined;
+  /** Caller vectors of any dimension, stored besides the entry's vector in the owner's named vector spaces. */
+  readonly spaceVectors?: readonly SpaceVector[] | undefined;
 }
 
 export class EntryWriter {

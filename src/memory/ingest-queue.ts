@@ -7,7 +7,8 @@ import type { Metrics } from "../platform/metrics.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
-import { ENTRY_TYPES, IMPORTANCE_LEVELS, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
+import { ENTRY_TYPES, IMPORTANCE_LEVELS, vectorFromBytes, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
+import { VectorSpaceConflict } from "../storage/vector-space-store.js";
 import { decodeOptional, openFields, openRecord } from "../storage/record-codec.js";
 import type { EntryWriter } from "./entry-writer.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -30,6 +31,8 @@ export interface JobItem {
   readonly entry: NewEntry;
   /** Caller-supplied vector, as plain numbers for storage. */
   readonly vector: number[] | undefined;
+  /** Caller vectors for the owner's named vector spaces, as Float32 bytes (wide vectors stay compact in the job). */
+  readonly spaceVectors?: readonly { readonly space: string; readonly bytes: Uint8Array }[] | undefined;
 }
 
 export interface JobTrace {
@@ -107,6 +110,7 @@ function decodeJobItems(jobId: string, value: unknown): JobItem[] {
         reasoning: item.string("reasoning"),
         confidence: item.number("confidence"),
         vector: item.has("vector") ? item.numbers("vector") : undefined,
+        spaceVectors: item.has("spaceVectors") ? item.objects("spaceVectors").map((v) => ({ space: v.string("space"), bytes: v.bytes("bytes") })) : undefined,
         entry: {
           owner: e.integer("owner"),
           runId: e.string("runId"),
@@ -372,7 +376,11 @@ export class IngestQueue {
     this.#applying = { jobId, startedAt };
     try {
       const prepared = await this.#writer.prepare(
-        items.map((item) => ({ entry: item.entry, vector: item.vector === undefined ? undefined : Float32Array.from(item.vector) })),
+        items.map((item) => ({
+          entry: item.entry,
+          vector: item.vector === undefined ? undefined : Float32Array.from(item.vector),
+          spaceVectors: item.spaceVectors?.map(({ space, bytes }) => ({ space, vector: vectorFromBytes(bytes) })),
+        })),
       );
       this.#indexing = jobId;
       const written = await this.#storage.transaction(() => {
@@ -402,6 +410,8 @@ export class IngestQueue {
         return result;
       }).catch((e: unknown) => {
         if (e instanceof JobDropped) throw e;
+        // Another request fixed a space's dimension after this job was accepted: the job's owner learns which.
+        if (e instanceof VectorSpaceConflict) throw new Error(`none of the job's entries was stored: ${e.message}`);
         // A full store (SERVICE_MAX_STORE_BYTES) is an expected refusal, and its message is written for callers.
         if (e instanceof ConnectError && e.code === Code.ResourceExhausted) throw new Error(`none of the job's entries was stored: ${e.rawMessage}`);
         // The store's own message names its internals; the job's owner learns what happened, the log the cause.

@@ -11,6 +11,8 @@ import { SparseIndex } from "../retrieval/sparse-index.js";
 import { VectorIndex } from "../retrieval/vector-index.js";
 import { SearchEngine } from "../retrieval/search-engine.js";
 import { termFrequencies } from "../retrieval/text.js";
+import type { SpaceVector } from "../storage/vector-space-store.js";
+import { VectorSpaces } from "./vector-spaces.js";
 
 const EMBEDDER_META_KEY = "embedder_id";
 const REEMBED_BATCH = 512;
@@ -23,6 +25,8 @@ export class MemoryIndex {
   /** Postings and vectors are filed by owner: each owner's statistics and graph are its own (retrieval/ranking/owner-scope.ts). */
   readonly sparse = new SparseIndex((seq) => this.catalog.presentOwnerOf(seq));
   readonly dense: VectorIndex;
+  /** Caller vector spaces: vectors of any dimension, one index per owner and space. */
+  readonly spaces: VectorSpaces;
   readonly search: SearchEngine;
   readonly embedder: Embedder;
   readonly #storage: Storage;
@@ -35,11 +39,12 @@ export class MemoryIndex {
     this.embedder = embedder;
     this.#logger = logger;
     this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger, (seq) => this.catalog.ownerOf(seq));
+    this.spaces = new VectorSpaces(entries.spaces, this.catalog, logger);
     this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense);
   }
 
   /** Embeds what has no caller vector and computes postings: everything a write needs besides the record. */
-  async prepare(items: readonly { entry: NewEntry; vector?: Float32Array | undefined }[]): Promise<PreparedEntry[]> {
+  async prepare(items: readonly { entry: NewEntry; vector?: Float32Array | undefined; spaceVectors?: readonly SpaceVector[] | undefined }[]): Promise<PreparedEntry[]> {
     const missing = items.flatMap((item, i) => (item.vector === undefined ? [i] : []));
     const embedded = await this.embedder.embed(missing.map((i) => (items[i] as { entry: NewEntry }).entry.content));
     const vectors = items.map((item) => item.vector);
@@ -48,6 +53,7 @@ export class MemoryIndex {
       entry: item.entry,
       vector: vectors[i] as Float32Array,
       termFreqs: termFrequencies(item.entry.content),
+      spaceVectors: item.spaceVectors,
     }));
   }
 
@@ -57,6 +63,7 @@ export class MemoryIndex {
       this.catalog.add(record);
       this.sparse.add(record.seq, (prepared[i] as PreparedEntry).termFreqs);
       this.dense.add(record.seq, (prepared[i] as PreparedEntry).vector);
+      this.spaces.add(record.owner, record.seq, (prepared[i] as PreparedEntry).spaceVectors ?? []);
       if (superseded !== undefined) this.catalog.markStale(superseded.seq);
     });
     this.dense.scheduleIndexing();
@@ -71,6 +78,8 @@ export class MemoryIndex {
       this.sparse.add(after.seq, reindex.termFreqs);
       this.dense.remove(after.seq);
       this.dense.add(after.seq, reindex.vector);
+      // The store dropped the entry's caller vectors with its old content.
+      this.spaces.remove(after.seq);
       this.dense.generation = this.#entries.vectorGeneration();
       this.dense.scheduleIndexing();
       this.dense.saveSoon();
@@ -98,6 +107,7 @@ export class MemoryIndex {
   forgetHidden(seq: number, termFreqs: ReadonlyMap<string, number>): void {
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);
+    this.spaces.remove(seq);
     this.dense.generation = this.#entries.vectorGeneration();
   }
 
@@ -114,6 +124,7 @@ export class MemoryIndex {
     }
     this.dense.generation = this.#entries.vectorGeneration();
     this.dense.loadGraph();
+    await this.spaces.load((seq) => this.catalog.has(seq));
     this.#logger.info({ entries: this.catalog.count, vector_graph: this.dense.size, ms: Date.now() - started }, "memory catalog loaded");
     void this.dense.indexPending();
   }
@@ -162,5 +173,6 @@ export class MemoryIndex {
 
   close(): void {
     this.dense.close();
+    this.spaces.close();
   }
 }

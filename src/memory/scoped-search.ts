@@ -14,6 +14,11 @@ export interface Question {
   readonly text: string;
   /** The caller's query vector; undefined embeds `text`. */
   readonly vector: Float32Array | undefined;
+  /**
+   * The caller vector space `vector` belongs to (then required); each owner's entries in scope are compared in that
+   * owner's space of this name. Undefined or "": the server embedder's space.
+   */
+  readonly vectorSpace?: string | undefined;
   readonly userId: string;
   readonly entryTypes: ReadonlySet<EntryType> | undefined;
   readonly laneFilter: string;
@@ -65,8 +70,10 @@ async function questionVector(index: MemoryIndex, q: Question): Promise<{ vector
 }
 
 export async function searchReadable(index: MemoryIndex, acl: AccessControl, caller: Principal, q: Question): Promise<Retrieved> {
+  const inSpace = q.vectorSpace !== undefined && q.vectorSpace !== "" && q.vector !== undefined;
   const { vector, skipped } = await questionVector(index, q);
   const result = index.search.search({
+    dense: inSpace ? index.spaces.source(q.vectorSpace as string, (q.vector as Float32Array).length) : undefined,
     owner: caller.userId,
     scopes: withinLanes(readableScopes(acl, caller, q.runIds), q.lanes),
     includeGlobalLessons: q.includeGlobalLessons,

@@ -4,7 +4,7 @@
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { isUnfiltered, type Catalog, type EntryFilter, type RunScope } from "./catalog.js";
 import type { SparseIndex } from "./sparse-index.js";
-import type { VectorIndex } from "./vector-index.js";
+import type { DenseSource, VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
 import { modeOf, type Hit, type Scored, type ScoreParts, type ToHit } from "./ranking/hit.js";
 import { candidateLists, ownerScopes } from "./ranking/owner-scope.js";
@@ -27,6 +27,11 @@ export interface SearchRequest {
   readonly text: string;
   /** The query vector (the caller's, or the embedding of `text`). */
   readonly queryVector: Float32Array | undefined;
+  /**
+   * Where `queryVector` is compared: a caller vector space (memory/vector-spaces.ts); undefined for the server
+   * embedder's vectors. Only the similarities' source changes, the fusion does not.
+   */
+  readonly dense?: DenseSource | undefined;
   readonly filter: EntryFilter;
   readonly includeWorkingMemory: boolean;
   readonly limit: number;
@@ -64,6 +69,7 @@ export class SearchEngine {
     const accept = this.#acceptor(req, globalLessonOwner);
     const scopes = ownerScopes(catalog, req.scopes, globalLessonOwner);
     const depth = tuning.depth[req.budget];
+    const dense = req.dense ?? this.#dense;
 
     // Candidates: lexical per owner, dense per owner's partition, both limited to the scope before any cut.
     const lexicalStage = lexicalCandidates({
@@ -78,14 +84,14 @@ export class SearchEngine {
       termsOf: (seq) => terms(this.#entries.get(seq)?.content ?? ""),
     });
     const sparseHits = lexicalStage.hits;
-    const denseHits = req.queryVector === undefined ? [] : this.#dense.search(req.queryVector, candidateLists(scopes), accept, depth);
+    const denseHits = req.queryVector === undefined ? [] : dense.search(req.queryVector, candidateLists(scopes), accept, depth);
 
     // First phase: fused scores, then neighbour smoothing within each run.
     const lexical = new Map<number, number>(sparseHits.map((h) => [h.seq, h.score]));
     const semantic = new Map<number, number>(denseHits.map((h) => [h.seq, h.similarity]));
     const candidates = new Set<number>([...lexical.keys(), ...semantic.keys()]);
     if (req.queryVector !== undefined) {
-      for (const seq of candidates) if (!semantic.has(seq)) semantic.set(seq, this.#dense.similarity(seq, req.queryVector));
+      for (const seq of candidates) if (!semantic.has(seq)) semantic.set(seq, dense.similarity(seq, req.queryVector));
     }
     const { scores, weights } = fuse({
       catalog,
@@ -121,7 +127,7 @@ export class SearchEngine {
         score,
         mode: mode ?? modeOf(entry),
         overlap: overlap(entry, lexicalStage.readingOf(entry.owner).termSet),
-        similarity: req.queryVector === undefined ? 0 : this.#dense.similarity(seq, req.queryVector),
+        similarity: req.queryVector === undefined ? 0 : dense.similarity(seq, req.queryVector),
         parts,
       };
     };

@@ -12,6 +12,12 @@ export interface DenseHit {
   readonly similarity: number;
 }
 
+/** Where the dense branch of a search gets its candidates and similarities: the server's vectors, or a caller space. */
+export interface DenseSource {
+  search(query: Float32Array, lists: readonly (readonly number[])[], accept: (seq: number) => boolean, k: number): DenseHit[];
+  similarity(seq: number, query: Float32Array): number;
+}
+
 // usearch's ES module cannot locate its prebuilt binary (it looks for __dirname); its CommonJS entry can.
 const usearch = createRequire(import.meta.url)("usearch") as typeof Usearch;
 
@@ -86,6 +92,13 @@ interface Partition {
 /** Which partition a vector belongs to: for memory entries, its owner. */
 export type PartitionOf = (seq: number) => number;
 
+export interface VectorIndexOptions {
+  /** Rows allocated up front (default 1024): small indexes of wide vectors (caller vector spaces) start smaller. */
+  readonly initialCapacity?: number;
+  /** Whether graphs are saved beside LMDB and loaded at start-up (default true); otherwise rebuilt after a restart. */
+  readonly persist?: boolean;
+}
+
 function dot(a: Float32Array, aOffset: number, b: Float32Array, dims: number): number {
   let sum = 0;
   for (let i = 0; i < dims; i++) sum += (a[aOffset + i] as number) * (b[i] as number);
@@ -102,6 +115,7 @@ export class VectorIndex {
   readonly #dir: string;
   readonly #logger: Logger;
   readonly #partitionOf: PartitionOf;
+  readonly #persist: boolean;
   #matrix: Float32Array;
   #present: Uint8Array;
   /** seq → its partition, recorded when the vector is added, so removal needs no lookup. */
@@ -121,15 +135,17 @@ export class VectorIndex {
   generation: number | undefined;
 
   /** Without `partitionOf`, every vector is in one partition (core nodes: their accept filter scopes the graph). */
-  constructor(dir: string, embedderId: string, dimensions: number, logger: Logger, partitionOf: PartitionOf = () => 0) {
+  constructor(dir: string, embedderId: string, dimensions: number, logger: Logger, partitionOf: PartitionOf = () => 0, options: VectorIndexOptions = {}) {
     this.dimensions = dimensions;
     this.embedderId = embedderId;
     this.#dir = dir;
     this.#logger = logger;
     this.#partitionOf = partitionOf;
-    this.#matrix = new Float32Array(1024 * dimensions);
-    this.#present = new Uint8Array(1024);
-    this.#partitionOfSeq = new Int32Array(1024);
+    this.#persist = options.persist ?? true;
+    const capacity = Math.max(1, options.initialCapacity ?? 1024);
+    this.#matrix = new Float32Array(capacity * dimensions);
+    this.#present = new Uint8Array(capacity);
+    this.#partitionOfSeq = new Int32Array(capacity);
   }
 
   #newGraph(): Usearch.Index {
@@ -295,6 +311,7 @@ export class VectorIndex {
 
   /** Loads the saved graphs when they match this embedder (and generation); vectors newer than a graph are queued. */
   loadGraph(): void {
+    if (!this.#persist) return;
     fs.mkdirSync(this.#dir, { recursive: true });
     // The single graph of earlier versions, superseded by per-partition graphs.
     for (const legacy of [`${this.#base}.usearch`, `${this.#base}.usearch.json`]) fs.rmSync(legacy, { force: true });
@@ -391,6 +408,7 @@ export class VectorIndex {
 
   /** Saves the changed graphs, then the manifest naming every graph and its mark. */
   save(): void {
+    if (!this.#persist) return;
     const graphs = [...this.#partitions].filter(([, part]) => part.graph !== undefined);
     if (!graphs.some(([, part]) => part.dirty)) return;
     fs.mkdirSync(this.#dir, { recursive: true });
@@ -429,6 +447,11 @@ export class VectorIndex {
     if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
     if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
     this.save();
+  }
+
+  /** A copy of the stored vector, when there is one. */
+  vector(seq: number): Float32Array | undefined {
+    return seq < this.#present.length && this.#present[seq] === 1 ? this.#row(seq).slice() : undefined;
   }
 
   /** Exact cosine similarity of one stored vector (vectors are unit length). */

@@ -43,6 +43,12 @@ export interface Databases {
   readonly entryTerms: LmdbDatabase<unknown, number>;
   /** entry seq → Float32 vector bytes of the current embedder */
   readonly vectors: LmdbDatabase<Buffer, number>;
+  /** [owner, space name] → VectorSpaceRecord: the caller vector spaces an owner created (vector-space-store.ts) */
+  readonly vectorSpaces: LmdbDatabase<unknown, Key>;
+  /** [space id, entry seq] → Float32 vector bytes of a caller vector space */
+  readonly spaceVectors: LmdbDatabase<Buffer, Key>;
+  /** [entry seq, space id] → null: the spaces holding an entry's vectors, so deleting it finds them */
+  readonly entrySpaceVectors: LmdbDatabase<null, Key>;
   /** job_id → IngestJobRecord */
   readonly jobs: LmdbDatabase<unknown, string>;
   /** job_id → the job's validated items */
@@ -137,6 +143,9 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   postings: "postings",
   entryTerms: "entry_terms",
   vectors: "vectors",
+  vectorSpaces: "vector_spaces",
+  spaceVectors: "vector_space_vectors",
+  entrySpaceVectors: "entry_vector_spaces",
   jobs: "ingest_jobs",
   jobItems: "ingest_job_items",
   jobQueue: "ingest_job_queue",
@@ -178,7 +187,7 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   importIds: "tenant_import_ids",
 };
 
-const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors"]);
+const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors", "spaceVectors"]);
 
 /** Databases whose records record a deletion: the store cap counts a write there as a removal (see StoreCap). */
 const DELETION_RECORDS: ReadonlySet<keyof Databases> = new Set(["runTombstones"]);

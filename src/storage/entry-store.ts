@@ -4,6 +4,7 @@ import type { Storage } from "./database.js";
 import { nextSequence } from "./database.js";
 import type { Key } from "lmdb";
 import { RecordDecodeError, decodeOptional, openFields } from "./record-codec.js";
+import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
 import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 export * from "./entry-record.js";
@@ -12,6 +13,8 @@ export interface PreparedEntry {
   readonly entry: NewEntry;
   readonly vector: Float32Array;
   readonly termFreqs: ReadonlyMap<string, number>;
+  /** Caller vectors stored besides `vector`, each in the owner's named vector space (vector-space-store.ts). */
+  readonly spaceVectors?: readonly SpaceVector[] | undefined;
 }
 
 export interface WrittenEntry {
@@ -99,6 +102,8 @@ const tombstoneKey = (owner: number, runId: string): string => `${owner}\u0000${
 
 export class EntryStore {
   readonly #storage: Storage;
+  /** The caller vector spaces: an entry's vectors there are written and removed with the entry. */
+  readonly spaces: VectorSpaceStore;
   /**
    * Deleted runs whose entries are still being purged: owner and run → highest seq the deletion covers. Entries under
    * a tombstone are invisible to every read from the moment the deletion commits; the purge removes them in slices.
@@ -107,6 +112,7 @@ export class EntryStore {
 
   constructor(storage: Storage) {
     this.#storage = storage;
+    this.spaces = new VectorSpaceStore(storage);
     for (const { key, value } of storage.dbs.runTombstones.getRange()) {
       const [owner, runId] = key as [number, string];
       this.#tombstones.set(tombstoneKey(owner, runId), value);
@@ -119,7 +125,7 @@ export class EntryStore {
    */
   writeInTransaction(prepared: readonly PreparedEntry[], now = Date.now()): WrittenEntry[] {
     const { dbs } = this.#storage;
-    return prepared.map(({ entry, vector, termFreqs }) => {
+    return prepared.map(({ entry, vector, termFreqs, spaceVectors }) => {
       const seq = nextSequence(dbs.meta, "entry");
       const prefix = REFERENCE_PREFIX[entry.entryType];
       const record: EntryRecord = {
@@ -151,6 +157,7 @@ export class EntryStore {
       }
       dbs.entries.put(seq, record);
       dbs.vectors.put(seq, vectorBytes(vector));
+      for (const spaceVector of spaceVectors ?? []) this.spaces.putInTransaction(record.owner, seq, spaceVector, now);
       dbs.entriesByOwnerRun.put([record.owner, record.runId, seq], null);
       dbs.entriesByRun.put([record.runId, seq], null);
       dbs.entriesByOwner.put([record.owner, seq], null);
@@ -211,6 +218,8 @@ export class EntryStore {
       previousTermFreqs = this.termsOf(seq) ?? new Map<string, number>();
       dbs.entryTerms.put(seq, encodeTerms(reindex.termFreqs));
       dbs.vectors.put(seq, vectorBytes(reindex.vector));
+      // A caller's vector described the old content: kept, it would match queries about what the entry no longer says.
+      this.spaces.removeInTransaction(seq);
       this.#bumpVectorGeneration();
       termCount = termCountOf(reindex.termFreqs);
     }
@@ -227,9 +236,9 @@ export class EntryStore {
   }
 
   /**
-   * Removes an entry and everything derived from it in LMDB: its indexes, index terms, vector, reference, upsert key
-   * and lineage links; entries derived from it are marked for review. Call inside a write transaction. Returns
-   * undefined when the entry does not exist.
+   * Removes an entry and everything derived from it in LMDB: its indexes, index terms, vectors (server and caller
+   * spaces), reference, upsert key and lineage links; entries derived from it are marked for review. Call inside a
+   * write transaction. Returns undefined when the entry does not exist.
    */
   deleteInTransaction(seq: number, now = Date.now()): DeletedEntry | undefined {
     const record = this.#read(seq);
@@ -238,6 +247,7 @@ export class EntryStore {
     const termFreqs = this.termsOf(seq) ?? new Map<string, number>();
     dbs.entries.remove(seq);
     dbs.vectors.remove(seq);
+    this.spaces.removeInTransaction(seq);
     this.#bumpVectorGeneration();
     dbs.entriesByOwnerRun.remove([record.owner, record.runId, seq]);
     dbs.entriesByRun.remove([record.runId, seq]);

@@ -152,7 +152,9 @@ export const ImportTenantResponseSchema: GenMessage<ImportTenantResponse> = /*@_
  * memory). Some records carry more than their stored fields: what their key
  * holds (`runId` of planning records, `projectId` and `agentId` of a prompt
  * head), the vector of an entry or core node (`vector`, base64 of Float32
- * values, and `vectorModel`, the embedder that made it), and a control
+ * values, and `vectorModel`, the embedder that made it), an entry's
+ * vectors in the owner's caller vector spaces (`spaceVectors`, a list of
+ * `{"space": name, "vector": base64 of Float32 values}`), and a control
  * session's window of entries (`firstEntryId`, `lastEntryId`, since the
  * stored window is in entry sequence numbers of the exporting server).
  * Kinds, in the order an export lists them (every record after those it
@@ -240,7 +242,10 @@ export const TenantService: GenService<{
    * Recall and GetContext before the call returns: their vectors are kept
    * when the export's embedder is this server's, otherwise the content is
    * embedded again (so is a core node's text; a node vector given without
-   * text is kept). Imported entries are announced on the event stream as
+   * text is kept). An entry's `spaceVectors` are stored in the importing
+   * caller's vector spaces of the same names (created when absent; a vector
+   * of another dimension than the space's is INVALID_ARGUMENT naming
+   * `lines[i].record.spaceVectors`). Imported entries are announced on the event stream as
    * written ones are (`entry.created` with source `import`, `lesson.created`
    * for lessons and rules), core nodes as `node.inserted` to core
    * subscribers; other records are not announced. Importing an export into

@@ -4,7 +4,8 @@ import { invalidArgument, quoted } from "../../platform/errors.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import type { JobItem } from "../../memory/ingest-queue.js";
 import { isEnvTag } from "../../retrieval/env-tags.js";
-import { bounded, callerVector, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
+import { bounded, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
+import type { ItemVectors, RequestSpaces } from "./vector-space-input.js";
 
 export const MAX_ITEMS = 1000;
 
@@ -61,7 +62,8 @@ function entryTypeOf(field: string, entryType: string, intent: string): { type: 
   return { type: "fact", reasoning: "default", confidence: 0.5 };
 }
 
-export function ingestItem(item: IngestItem, index: number, owner: number, runId: string, agentId: string, dims: number): JobItem {
+/** An ingest item; a space it creates is claimed at once (any problem fails the whole request). */
+export function ingestItem(item: IngestItem, index: number, owner: number, runId: string, agentId: string, spaces: RequestSpaces): JobItem {
   const field = `items[${index}]`;
   const { type, reasoning, confidence } = entryTypeOf(field, item.entryType, item.intent);
   let text = item.text;
@@ -87,7 +89,9 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
   const lessonImportance = oneOf(`${field}.lesson_importance`, item.lessonImportance, IMPORTANCE_LEVELS, "medium");
   const importance = oneOf(`${field}.importance`, item.importance, IMPORTANCE_LEVELS, isLesson ? lessonImportance : type === "rule" ? "high" : "medium");
   const occurrence = unixSeconds(`${field}.occurrence_time`, item.occurrenceTime);
-  const vector = callerVector(`${field}.embedding`, item.embedding, dims);
+  const vectors = spaces.check(field, item.vectorSpace, item.embedding);
+  spaces.claim(vectors);
+  const { vector } = vectors;
   const entry: NewEntry = {
     sourceIds: [],
     owner,
@@ -116,11 +120,15 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
     confidence,
     entry,
     vector: vector === undefined ? undefined : Array.from(vector),
+    spaceVectors: vectors.spaceVectors.map(({ space, vector: v }) => ({ space, bytes: Buffer.from(v.buffer, v.byteOffset, v.byteLength) })),
   };
 }
 
-/** A batch-insert item; problems are reported per item rather than failing the request. */
-export function batchItem(item: BatchInsertItem, index: number, owner: number, runId: string, agentId: string, dims: number) {
+/**
+ * A batch-insert item; problems are reported per item rather than failing the request. A space the item would create
+ * is not claimed here: the caller claims it once the item passed its other checks too.
+ */
+export function batchItem(item: BatchInsertItem, index: number, owner: number, runId: string, agentId: string, spaces: RequestSpaces): { entry: NewEntry } & ItemVectors {
   const field = `items[${index}]`;
   const type = oneOf(`${field}.entry_type`, item.entryType, ENTRY_TYPES, "fact");
   if (type === "lesson") throw invalidArgument(`${field}.entry_type`, "lessons need lesson fields: use Ingest or Remember");
@@ -139,5 +147,5 @@ export function batchItem(item: BatchInsertItem, index: number, owner: number, r
     source: oneOf(`${field}.source`, item.source, SOURCES, "agent"),
     envTags: envTags(`${field}.env_tags`, item.envTags),
   });
-  return { entry, vector: callerVector(`${field}.embedding`, item.embedding, dims) };
+  return { entry, ...spaces.check(field, item.vectorSpace, item.embedding) };
 }

@@ -3,13 +3,15 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
 import type { BatchInsertItemResult, MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
-import { notFound, permissionDenied } from "../../platform/errors.js";
+import { invalidArgument, notFound, permissionDenied } from "../../platform/errors.js";
 import type { IngestJobRecord } from "../../memory/ingest-queue.js";
 import type { EntryToWrite } from "../../memory/entry-writer.js";
 import { DuplicateFinder, dedupKey } from "../../memory/batch-dedupe.js";
 import type { MemoryDeps } from "./deps.js";
 import { batchItem, checkItemCount, ingestItem } from "./ingest-items.js";
 import { bounded, required } from "./validate.js";
+import { RequestSpaces } from "./vector-space-input.js";
+import { VectorSpaceConflict } from "../../storage/vector-space-store.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "ingest" | "batchInsert" | "getIngestJob" | "getIngestStats">;
 
@@ -44,7 +46,7 @@ function jobView(job: IngestJobRecord) {
 }
 
 export function ingestHandlers(deps: MemoryDeps): Handlers {
-  const dims = (): number => deps.index.embedder.dimensions;
+  const spacesOf = (owner: number): RequestSpaces => new RequestSpaces(deps.entries.spaces, owner, deps.index.embedder.dimensions);
   const duplicates = new DuplicateFinder(deps.index.catalog, deps.entries);
   return {
     async ingest(req, ctx) {
@@ -52,7 +54,8 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       const runId = required("run_id", req.runId);
       const agentId = bounded("agent_id", req.agentId);
       checkItemCount(req.items.length);
-      const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, dims()));
+      const spaces = spacesOf(caller.userId);
+      const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, spaces));
       const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
       items.forEach((item, i) => {
         const refusal = mayWrite(item.entry);
@@ -77,12 +80,14 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       const results: Omit<BatchInsertItemResult, "$typeName">[] = [];
       const valid: { at: number; item: EntryToWrite }[] = [];
       const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
+      const spaces = spacesOf(caller.userId);
       req.items.forEach((raw, i) => {
         const itemId = raw.itemId || `item-${i}`;
         try {
-          const item = batchItem(raw, i, caller.userId, runId, agentId, dims());
+          const item = batchItem(raw, i, caller.userId, runId, agentId, spaces);
           const refusal = mayWrite(item.entry);
           if (refusal !== undefined) throw permissionDenied(`items[${i}].${refusal.field}: ${refusal.reason}`);
+          spaces.claim(item);
           valid.push({ at: i, item });
           results.push({ itemId, success: true, entryId: "", error: "", deduplicated: false });
         } catch (e: unknown) {
@@ -101,7 +106,11 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
         result.deduplicated = true;
         return false;
       });
-      const written = await deps.writer.write(toWrite.map((w) => w.item), "batch_insert");
+      const written = await deps.writer.write(toWrite.map((w) => w.item), "batch_insert").catch((e: unknown) => {
+        // Another request fixed a space's dimension since the items were checked: nothing was written.
+        if (e instanceof VectorSpaceConflict) throw invalidArgument("items", `${e.message}; nothing was stored`);
+        throw e;
+      });
       written.forEach(({ record }, j) => {
         const result = results[(toWrite[j] as { at: number }).at];
         if (result !== undefined) result.entryId = record.id;

@@ -9,7 +9,8 @@ import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve, type Retrieved } from "./retrieve.js";
-import { BUDGETS, RANK_BY, bounded, callerVector, clampLimit, content, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
+import { BUDGETS, RANK_BY, bounded, clampLimit, content, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
+import { queryVector } from "./vector-space-input.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "query">;
 
@@ -54,12 +55,14 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
       const rankBy = oneOf("rank_by", req.rankBy, RANK_BY, "relevance");
       const budget = oneOf("budget", req.budget, BUDGETS, "mid");
       const direct = mode === "direct_bypass";
+      const { vector, vectorSpace } = queryVector(deps.entries.spaces, callerOf(ctx).userId, deps.index.embedder.dimensions, req.vectorSpace, req.embedding);
       const consultedRuns = deps.runLinks.runsToSearch(callerOf(ctx).userId, runId, req.includeLinkedRuns);
       const result = await retrieve(deps.index, deps.acl, ctx, {
         // The run, then the caller's links under it (one level); each is scoped like run_id (own data, grants).
         runIds: consultedRuns,
         text: query,
-        vector: callerVector("embedding", req.embedding, deps.index.embedder.dimensions),
+        vector,
+        vectorSpace,
         userId: bounded("user_id", req.userId),
         entryTypes: narrowEntryTypes(entryTypeFilter("entry_types", req.entryTypes), view),
         lanes: view?.lanes,

@@ -3,6 +3,7 @@ import { invalidArgument, quoted } from "../../platform/errors.js";
 import { assertJsonDepth } from "../../transport/json-depth.js";
 import { ENTRY_TYPES, type EntryType } from "../../storage/entry-store.js";
 import type { Budget, RankBy } from "../../retrieval/search-engine.js";
+import { MAX_SPACE_DIMENSIONS, scaleToUnitLength } from "../../storage/vector-space-store.js";
 
 /**
  * Identifiers become parts of LMDB keys, which LMDB bounds in bytes (1,978 for a whole key): an identifier may hold at
@@ -97,20 +98,25 @@ export function clampLimit(value: number, fallback: number, max: number): number
   return value === 0 ? fallback : Math.min(max, Math.max(1, value));
 }
 
-/** A caller-supplied vector: must match the embedder's dimension; normalised to unit length. */
-export function callerVector(field: string, values: readonly number[], dimensions: number): Float32Array | undefined {
+/**
+ * A caller-supplied vector for the server embedder's space: must match the embedder's dimension; normalised to unit
+ * length. `use` says what a vector space would let the caller do with another dimension ("store", "search").
+ */
+export function callerVector(field: string, values: readonly number[], dimensions: number, use = "store"): Float32Array | undefined {
   if (values.length === 0) return undefined;
   if (values.length !== dimensions) {
-    throw invalidArgument(field, `must have ${dimensions} dimensions (the server embedder's), got ${values.length}`);
+    throw invalidArgument(field, `must have ${dimensions} dimensions (the server embedder's), got ${values.length}; name a vector_space to ${use} vectors of another dimension`);
   }
+  return unitVector(field, values);
+}
+
+/** A caller-supplied vector of any dimension up to MAX_SPACE_DIMENSIONS, finite and not zero; normalised to unit length. */
+export function unitVector(field: string, values: readonly number[]): Float32Array {
+  if (values.length === 0) throw invalidArgument(field, "is required");
+  if (values.length > MAX_SPACE_DIMENSIONS) throw invalidArgument(field, `must have at most ${MAX_SPACE_DIMENSIONS} dimensions, got ${values.length}`);
   const vector = Float32Array.from(values);
-  let norm = 0;
-  for (const x of vector) {
-    if (!Number.isFinite(x)) throw invalidArgument(field, "must contain only finite numbers");
-    norm += x * x;
-  }
-  if (norm === 0) throw invalidArgument(field, "must not be the zero vector");
-  const scale = 1 / Math.sqrt(norm);
-  for (let i = 0; i < vector.length; i++) vector[i] = (vector[i] as number) * scale;
+  const scaled = scaleToUnitLength(vector);
+  if (scaled === "not_finite") throw invalidArgument(field, "must contain only finite numbers");
+  if (scaled === "zero") throw invalidArgument(field, "must not be the zero vector");
   return vector;
 }

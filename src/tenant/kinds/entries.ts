@@ -1,4 +1,5 @@
-// Memory entries (lessons and rules included) in an export: read in write order with their vector, and written back
+// Memory entries (lessons and rules included) in an export: read in write order with their vectors (the server
+// embedder's, and the owner's caller vector spaces' by space name), and written back
 // through the entry store's normal write (run, owner, upsert and reference indexes, index terms, lineage links) with
 // their learned state, audit trail and times kept, then indexed in memory like any written entry.
 import type { MemoryIndex } from "../../memory/memory-index.js";
@@ -6,6 +7,8 @@ import type { EntryWriter } from "../../memory/entry-writer.js";
 import { MAX_AUDIT_EVENTS, MAX_CONFIRMED_RUNS, decodeEntry, seqOfEntryId, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry, type WrittenEntry } from "../../storage/entry-store.js";
 import type { Storage } from "../../storage/database.js";
 import { vectorFromBase64, vectorToBase64 } from "../line-format.js";
+import { LineFault } from "../import-faults.js";
+import { MAX_SPACE_DIMENSIONS, SPACE_NAME, VectorSpaceConflict, scaleToUnitLength, type SpaceVector } from "../../storage/vector-space-store.js";
 import { checkId, checkJsonObject } from "../record-checks.js";
 import { created, ownerPage, withoutOwner, type ImportContext, type Scanned, type TenantKind } from "../tenant-kind.js";
 
@@ -20,6 +23,8 @@ interface EntryLine {
   readonly record: EntryRecord;
   /** The exported vector, when it is of this server's embedder: kept (it may be the caller's own). */
   readonly vector: Float32Array | undefined;
+  /** The entry's vectors in the owner's caller vector spaces, unit length. */
+  readonly spaceVectors: readonly SpaceVector[];
   prepared?: PreparedEntry;
   written?: WrittenEntry;
 }
@@ -36,7 +41,18 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
         const record = entries.get(seq);
         if (record === undefined) return { key: suffix };
         const vector = entries.vector(seq);
-        return { key: suffix, line: { id: record.id, record: { ...exportedEntry(entries, record), ...(vector === undefined ? {} : { vectorModel: embedder.id, vector: vectorToBase64(vector) }) } } };
+        const spaceVectors = entries.spaces.vectorsOf(owner, seq).map((sv) => ({ space: sv.space, vector: vectorToBase64(sv.vector) }));
+        return {
+          key: suffix,
+          line: {
+            id: record.id,
+            record: {
+              ...exportedEntry(entries, record),
+              ...(vector === undefined ? {} : { vectorModel: embedder.id, vector: vectorToBase64(vector) }),
+              ...(spaceVectors.length === 0 ? {} : { spaceVectors }),
+            },
+          },
+        };
       });
     },
 
@@ -47,11 +63,11 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
       checkJsonObject("metadataJson", record.metadataJson);
       const vector = raw["vector"] === undefined ? undefined : vectorFromBase64("record.vector", raw["vector"]);
       const kept = vector !== undefined && raw["vectorModel"] === embedder.id && vector.length === embedder.dimensions ? vector : undefined;
-      return { record, vector: kept };
+      return { record, vector: kept, spaceVectors: spaceVectorsOf(raw["spaceVectors"]) };
     },
 
     async prepare(items) {
-      const prepared = await index.prepare(items.map((item) => ({ entry: newEntryOf(item.record), vector: item.vector })));
+      const prepared = await index.prepare(items.map((item) => ({ entry: newEntryOf(item.record), vector: item.vector, spaceVectors: item.spaceVectors })));
       items.forEach((item, i) => (item.prepared = prepared[i]));
     },
 
@@ -63,7 +79,14 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
       const entry: NewEntry = { ...prepared.entry, sourceIds };
       // The normal write keeps the creation time it is given; supersession follows from the upsert keys as entries
       // arrive in write order.
-      const [written] = entries.writeInTransaction([{ ...prepared, entry }], record.createdAt);
+      let written: WrittenEntry | undefined;
+      try {
+        [written] = entries.writeInTransaction([{ ...prepared, entry }], record.createdAt);
+      } catch (e: unknown) {
+        // A space of the importer's holds vectors of another dimension (or it would be one space too many).
+        if (e instanceof VectorSpaceConflict) throw new LineFault("record.spaceVectors", e.message);
+        throw e;
+      }
       if (written === undefined) throw new Error("the entry store wrote no entry");
       // Trails stay as bounded as the store keeps them, whatever a line holds.
       const audit = record.audit.slice(-MAX_AUDIT_EVENTS);
@@ -83,6 +106,29 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
       );
     },
   };
+}
+
+/** Most spaces one exported entry may carry vectors for (a write stores one). */
+const MAX_LINE_SPACE_VECTORS = 16;
+
+/** A line's `spaceVectors`: `[{ space, vector }]`, the vector base64 of Float32 values; normalised to unit length. */
+function spaceVectorsOf(value: unknown): SpaceVector[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new LineFault("record.spaceVectors", "must be an array of { space, vector }");
+  if (value.length > MAX_LINE_SPACE_VECTORS) throw new LineFault("record.spaceVectors", `must hold at most ${MAX_LINE_SPACE_VECTORS} vectors`);
+  const seen = new Set<string>();
+  return value.map((item: unknown, i) => {
+    const field = `record.spaceVectors[${i}]`;
+    if (typeof item !== "object" || item === null || Array.isArray(item)) throw new LineFault(field, "must be an object { space, vector }");
+    const { space, vector: text } = item as Record<string, unknown>;
+    if (typeof space !== "string" || !SPACE_NAME.test(space)) throw new LineFault(`${field}.space`, "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'");
+    if (seen.has(space)) throw new LineFault(`${field}.space`, `names space ${JSON.stringify(space)} twice`);
+    seen.add(space);
+    const vector = vectorFromBase64(`${field}.vector`, text);
+    if (vector.length === 0 || vector.length > MAX_SPACE_DIMENSIONS) throw new LineFault(`${field}.vector`, `must have 1 to ${MAX_SPACE_DIMENSIONS} dimensions, got ${vector.length}`);
+    if (scaleToUnitLength(vector) !== "scaled") throw new LineFault(`${field}.vector`, "must be a non-zero vector");
+    return { space, vector };
+  });
 }
 
 /** The entry id an earlier line of this import (or an earlier import) gave the entry `id`; none when it has none. */
