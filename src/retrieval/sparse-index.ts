@@ -1,6 +1,7 @@
 // BM25 over the postings kept in LMDB, held in memory after the start-up prewarm and updated on every write.
 // Postings are kept per owner, so one owner's documents never change another's document frequencies, common-term
 // cut-offs or the lists a query walks.
+import { TopK, type ScoredSeq } from "./top-k.js";
 
 /** BM25 parameters: memory entries are short, so length normalisation is kept low (see RETRIEVAL.md). */
 export const BM25_K1 = 0.9;
@@ -23,10 +24,7 @@ const tfAt = (list: PostingList, i: number): number => list[2 + 2 * i] as number
 const COMMON_TERM_SHARE = 0.02;
 const COMMON_TERM_MIN = 2000;
 
-export interface SparseHit {
-  readonly seq: number;
-  readonly score: number;
-}
+export type SparseHit = ScoredSeq;
 
 export interface WeightedTerm {
   readonly term: string;
@@ -236,52 +234,4 @@ function lowerBound(list: PostingList, seq: number): number {
 function indexOf(list: PostingList, seq: number): number {
   const at = lowerBound(list, seq);
   return at < lengthOf(list) && seqAt(list, at) === seq ? at : -1;
-}
-
-/** The k best (score, then newer seq) of a stream, by a binary min-heap whose root is the weakest kept hit. */
-class TopK {
-  readonly #k: number;
-  readonly #heap: SparseHit[] = [];
-
-  constructor(k: number) {
-    this.#k = k;
-  }
-
-  static #weaker(a: SparseHit, b: SparseHit): boolean {
-    return a.score < b.score || (a.score === b.score && a.seq < b.seq);
-  }
-
-  offer(seq: number, score: number): void {
-    const heap = this.#heap;
-    const hit = { seq, score };
-    if (heap.length < this.#k) {
-      heap.push(hit);
-      let i = heap.length - 1;
-      while (i > 0) {
-        const parent = (i - 1) >> 1;
-        if (!TopK.#weaker(heap[i] as SparseHit, heap[parent] as SparseHit)) break;
-        [heap[i], heap[parent]] = [heap[parent] as SparseHit, heap[i] as SparseHit];
-        i = parent;
-      }
-      return;
-    }
-    if (this.#k === 0 || !TopK.#weaker(heap[0] as SparseHit, hit)) return;
-    heap[0] = hit;
-    let i = 0;
-    for (;;) {
-      const left = 2 * i + 1;
-      const right = left + 1;
-      let weakest = i;
-      if (left < heap.length && TopK.#weaker(heap[left] as SparseHit, heap[weakest] as SparseHit)) weakest = left;
-      if (right < heap.length && TopK.#weaker(heap[right] as SparseHit, heap[weakest] as SparseHit)) weakest = right;
-      if (weakest === i) return;
-      [heap[i], heap[weakest]] = [heap[weakest] as SparseHit, heap[i] as SparseHit];
-      i = weakest;
-    }
-  }
-
-  /** The kept hits, best first. */
-  sorted(): SparseHit[] {
-    return [...this.#heap].sort((a, b) => b.score - a.score || b.seq - a.seq);
-  }
 }

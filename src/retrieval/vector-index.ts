@@ -6,6 +6,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import type * as Usearch from "usearch";
 import type { Logger } from "../platform/logger.js";
+import { TopK } from "./top-k.js";
 
 export interface DenseHit {
   readonly seq: number;
@@ -87,6 +88,12 @@ interface Partition {
   dirty: boolean;
   /** The graph's file matches it as of its last save (or it was loaded from it): the manifest may name it. */
   persisted: boolean;
+  /**
+   * While a rebuilt graph is being filled, the graph it replaces keeps answering searches (up to its own mark), its
+   * removed vectors skipped by the exact vectors' presence rather than removed from it; dropped once the new graph has
+   * caught up. Without it every search of the partition would be exact until then, over all of its vectors.
+   */
+  retiring: { readonly graph: Usearch.Index; readonly indexedUpTo: number; readonly changed: Set<number> } | undefined;
 }
 
 /** Which partition a vector belongs to: for memory entries, its owner. */
@@ -175,7 +182,7 @@ export class VectorIndex {
   #partition(partition: number): Partition {
     let part = this.#partitions.get(partition);
     if (part === undefined) {
-      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, removed: 0, peak: 0, dirty: false, persisted: false };
+      part = { graph: undefined, indexedUpTo: 0, pending: [], pendingUnsorted: false, needsQueue: false, count: 0, removed: 0, peak: 0, dirty: false, persisted: false, retiring: undefined };
       this.#partitions.set(partition, part);
     }
     return part;
@@ -194,8 +201,8 @@ export class VectorIndex {
    */
   get memoryBytes(): number {
     let graphs = 0;
-    for (const { graph } of this.#partitions.values()) {
-      if (graph !== undefined) graphs += graph.size() * (this.dimensions * 2 + graph.connectivity() * 2 * 4);
+    for (const { graph, retiring } of this.#partitions.values()) {
+      for (const g of [graph, retiring?.graph]) if (g !== undefined) graphs += g.size() * (this.dimensions * 2 + g.connectivity() * 2 * 4);
     }
     return this.#matrix.byteLength + this.#present.byteLength + this.#partitionOfSeq.byteLength + graphs;
   }
@@ -222,6 +229,8 @@ export class VectorIndex {
     this.#maxSeq = Math.max(this.#maxSeq, seq);
     const part = this.#partition(partition);
     if (!wasPresent) part.count++;
+    // The retiring graph is no longer updated: a vector it holds under its mark that changed is searched exactly.
+    if (part.retiring !== undefined && seq <= part.retiring.indexedUpTo) part.retiring.changed.add(seq);
     const graph = part.graph;
     if (graph === undefined) {
       if (part.count > GRAPH_MIN_VECTORS) {
@@ -267,6 +276,8 @@ export class VectorIndex {
     part.removed++;
     if (part.removed <= Math.max(part.peak, graph.size()) * REBUILD_AFTER_REMOVED_SHARE) return false;
     this.#logger.debug({ removed: part.removed, size: graph.size() }, "vector graph rebuilt after removals");
+    // A rebuild while one is under way keeps the older, complete graph answering.
+    part.retiring ??= { graph, indexedUpTo: part.indexedUpTo, changed: new Set() };
     part.graph = this.#newGraph();
     part.removed = 0;
     part.peak = 0;
@@ -369,6 +380,7 @@ export class VectorIndex {
     try {
       for (;;) {
         this.#queueUnindexed();
+        for (const p of this.#partitions.values()) if (p.retiring !== undefined && p.pending.length === 0 && !p.needsQueue) p.retiring = undefined;
         const part = [...this.#partitions.values()].find((p) => p.graph !== undefined && p.pending.length > 0);
         if (part === undefined || this.#closed) break;
         await this.#indexSlice(part, part.graph as Usearch.Index);
@@ -488,8 +500,9 @@ export class VectorIndex {
       return lists.length > 1 ? [...new Set(seqs)] : seqs;
     };
     const total = lists.reduce((sum, list) => sum + list.length, 0);
-    const graph = part?.graph;
+    const graph = part?.retiring?.graph ?? part?.graph;
     if (part === undefined || graph === undefined || total <= EXACT_SEARCH_LIMIT || graph.size() === 0) return this.#exact(query, admissible(), k);
+    const mark = part.retiring?.indexedUpTo ?? part.indexedUpTo;
     const hits = new Map<number, number>();
     // The first fetch assumes the filter admits most of the graph; narrower filters fetch more.
     for (let fetch = k + 16; ; fetch *= 4) {
@@ -498,14 +511,20 @@ export class VectorIndex {
       hits.clear();
       for (let i = 0; i < matches.keys.length; i++) {
         const seq = Number(matches.keys[i]);
-        if (accept(seq)) hits.set(seq, 1 - (matches.distances[i] as number));
+        if (part.retiring === undefined) {
+          if (accept(seq)) hits.set(seq, 1 - (matches.distances[i] as number));
+        } else if (this.#present[seq] === 1 && accept(seq)) {
+          // The retiring graph still holds removed vectors and the old values of replaced ones.
+          hits.set(seq, this.similarity(seq, query));
+        }
       }
       if (hits.size >= k || fetch >= size) break;
       if (fetch > 4 * EXACT_SEARCH_LIMIT) return this.#exact(query, admissible(), k);
     }
+    for (const seq of part.retiring?.changed ?? []) if (this.#present[seq] === 1 && accept(seq)) hits.set(seq, this.similarity(seq, query));
     // Each list is ascending: its entries newer than the graph are a suffix.
     for (const list of lists) {
-      for (let i = list.length - 1; i >= 0 && (list[i] as number) > part.indexedUpTo; i--) {
+      for (let i = list.length - 1; i >= 0 && (list[i] as number) > mark; i--) {
         const seq = list[i] as number;
         if (this.#present[seq] && accept(seq)) hits.set(seq, this.similarity(seq, query));
       }
@@ -517,8 +536,8 @@ export class VectorIndex {
   }
 
   #exact(query: Float32Array, seqs: readonly number[], k: number): DenseHit[] {
-    const hits = seqs.map((seq) => ({ seq, similarity: this.similarity(seq, query) }));
-    hits.sort((a, b) => b.similarity - a.similarity || b.seq - a.seq);
-    return hits.length > k ? hits.slice(0, k) : hits;
+    const best = new TopK(k);
+    for (const seq of seqs) best.offer(seq, this.similarity(seq, query));
+    return best.sorted().map(({ seq, score }) => ({ seq, similarity: score }));
   }
 }
