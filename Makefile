@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning bench-load bench-limits soak torture clean c-compiler chromium
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning bench-load bench-limits bench-peers soak torture clean c-compiler chromium
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -64,6 +64,15 @@ bench-load: build
 # Per-key rate limits: a polite key's query p99 alone and beside an abusive key, limits on and off (about 2 min).
 bench-limits: build
 	node bench/rate-limit.mjs
+
+# Engram beside LanceDB at 20k, 100k and 1M entries (PEERS_SIZES); LanceDB is installed in bench/peers only. `npm ci`
+# refuses that lock too (it lists only the Linux x64 builds of LanceDB's native binary); `npm install` keeps it unchanged.
+bench/peers/node_modules/.installed: bench/peers/package.json bench/peers/package-lock.json
+	cd bench/peers && npm install $(NPM_FLAGS)
+	@touch $@
+
+bench-peers: build bench/peers/node_modules/.installed
+	node bench/peers/run.mjs
 
 # Mixed load at a fixed rate for SOAK_MINUTES (default 30): memory slope, p99 drift, fds and handles, errors.
 soak: build
