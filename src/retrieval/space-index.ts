@@ -4,8 +4,6 @@
 import type { Logger } from "../platform/logger.js";
 import { VectorIndex, type DenseHit, type DenseSource } from "./vector-index.js";
 
-/** Rows a space starts with: it grows by doubling, so a space of a few vectors stays small whatever their width. */
-const INITIAL_ROWS = 16;
 /** Rows freed by removals are reclaimed (the index rebuilt) once they outnumber live rows and pass this floor. */
 const RECLAIM_MIN_FREE_ROWS = 1024;
 /** Scopes up to this many entries are compared exactly (as VectorIndex does below its own graph threshold). */
@@ -31,7 +29,7 @@ export class SpaceIndex implements DenseSource {
   #newIndex(): VectorIndex {
     // Graphs of caller spaces are not saved: they are rebuilt in the background after a restart, exact search
     // covering them meanwhile.
-    return new VectorIndex("", "space", this.dimensions, this.#logger, () => 0, { initialCapacity: INITIAL_ROWS, persist: false });
+    return new VectorIndex("", "space", this.dimensions, this.#logger, () => 0, { persist: false });
   }
 
   /** Vectors held. */

@@ -6,6 +6,7 @@ import path from "node:path";
 import { createRequire } from "node:module";
 import type * as Usearch from "usearch";
 import type { Logger } from "../platform/logger.js";
+import { PagedVectors } from "./paged-vectors.js";
 import { TopK } from "./top-k.js";
 
 export interface DenseHit {
@@ -100,16 +101,8 @@ interface Partition {
 export type PartitionOf = (seq: number) => number;
 
 export interface VectorIndexOptions {
-  /** Rows allocated up front (default 1024): small indexes of wide vectors (caller vector spaces) start smaller. */
-  readonly initialCapacity?: number;
   /** Whether graphs are saved beside LMDB and loaded at start-up (default true); otherwise rebuilt after a restart. */
   readonly persist?: boolean;
-}
-
-function dot(a: Float32Array, aOffset: number, b: Float32Array, dims: number): number {
-  let sum = 0;
-  for (let i = 0; i < dims; i++) sum += (a[aOffset + i] as number) * (b[i] as number);
-  return sum;
 }
 
 /**
@@ -123,14 +116,11 @@ export class VectorIndex {
   readonly #logger: Logger;
   readonly #partitionOf: PartitionOf;
   readonly #persist: boolean;
-  #matrix: Float32Array;
-  #present: Uint8Array;
-  /** seq → its partition, recorded when the vector is added, so removal needs no lookup. */
-  #partitionOfSeq: Int32Array;
+  /** The exact vectors, with each one's partition recorded when it is added, so removal needs no lookup. */
+  readonly #vectors: PagedVectors;
   readonly #partitions = new Map<number, Partition>();
   /** Some partition has `needsQueue` set. */
   #queueWanted = false;
-  #maxSeq = 0;
   #indexing = false;
   #idleTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -149,10 +139,7 @@ export class VectorIndex {
     this.#logger = logger;
     this.#partitionOf = partitionOf;
     this.#persist = options.persist ?? true;
-    const capacity = Math.max(1, options.initialCapacity ?? 1024);
-    this.#matrix = new Float32Array(capacity * dimensions);
-    this.#present = new Uint8Array(capacity);
-    this.#partitionOfSeq = new Int32Array(capacity);
+    this.#vectors = new PagedVectors(dimensions);
   }
 
   #newGraph(): Usearch.Index {
@@ -204,7 +191,7 @@ export class VectorIndex {
     for (const { graph, retiring } of this.#partitions.values()) {
       for (const g of [graph, retiring?.graph]) if (g !== undefined) graphs += g.size() * (this.dimensions * 2 + g.connectivity() * 2 * 4);
     }
-    return this.#matrix.byteLength + this.#present.byteLength + this.#partitionOfSeq.byteLength + graphs;
+    return this.#vectors.byteLength + graphs;
   }
 
   /** The lowest mark of the graphs: every seq at or below it is in its partition's graph, when it has one. */
@@ -219,14 +206,10 @@ export class VectorIndex {
    * in the graph, or adding one at or below the indexed mark (seqs assigned out of order), updates the graph at once.
    */
   add(seq: number, vector: Float32Array): void {
-    this.#ensureCapacity(seq + 1);
     const partition = this.#partitionOf(seq);
-    if (this.#present[seq] === 1 && this.#partitionOfSeq[seq] !== partition) this.remove(seq);
-    const wasPresent = this.#present[seq] === 1;
-    this.#matrix.set(vector.subarray(0, this.dimensions), seq * this.dimensions);
-    this.#present[seq] = 1;
-    this.#partitionOfSeq[seq] = partition;
-    this.#maxSeq = Math.max(this.#maxSeq, seq);
+    const before = this.#vectors.partitionOf(seq);
+    if (before !== undefined && before !== partition) this.remove(seq);
+    const wasPresent = this.#vectors.set(seq, vector, partition);
     const part = this.#partition(partition);
     if (!wasPresent) part.count++;
     // The retiring graph is no longer updated: a vector it holds under its mark that changed is searched exactly.
@@ -244,7 +227,7 @@ export class VectorIndex {
     if (seq <= part.indexedUpTo || graph.contains(key)) {
       // A rebuilt graph is filled from the vectors, this one included.
       if (graph.contains(key) && this.#removeFromGraph(part, graph, key)) return;
-      graph.add(key, this.#row(seq));
+      graph.add(key, this.#vectors.row(seq));
       part.peak = Math.max(part.peak, graph.size());
       part.dirty = true;
     } else if (!wasPresent) {
@@ -256,9 +239,9 @@ export class VectorIndex {
 
   /** Forgets a vector: it is no longer searched, and leaves its graph. */
   remove(seq: number): void {
-    if (seq >= this.#present.length || this.#present[seq] !== 1) return;
-    this.#present[seq] = 0;
-    const part = this.#partitions.get(this.#partitionOfSeq[seq] as number);
+    const partition = this.#vectors.delete(seq);
+    if (partition === undefined) return;
+    const part = this.#partitions.get(partition);
     if (part === undefined) return;
     part.count--;
     const key = BigInt(seq);
@@ -290,29 +273,14 @@ export class VectorIndex {
     return true;
   }
 
-  #ensureCapacity(size: number): void {
-    if (size <= this.#present.length) return;
-    const capacity = Math.max(size, this.#present.length * 2);
-    const matrix = new Float32Array(capacity * this.dimensions);
-    matrix.set(this.#matrix);
-    this.#matrix = matrix;
-    const present = new Uint8Array(capacity);
-    present.set(this.#present);
-    this.#present = present;
-    const partitions = new Int32Array(capacity);
-    partitions.set(this.#partitionOfSeq);
-    this.#partitionOfSeq = partitions;
-  }
-
   /** Queues, in one pass over the vectors, what new or loaded graphs lack (above their marks). */
   #queueUnindexed(): void {
     if (!this.#queueWanted) return;
     this.#queueWanted = false;
-    for (let seq = 0; seq <= this.#maxSeq && seq < this.#present.length; seq++) {
-      if (this.#present[seq] !== 1) continue;
-      const part = this.#partitions.get(this.#partitionOfSeq[seq] as number);
+    this.#vectors.forEach((seq, partition) => {
+      const part = this.#partitions.get(partition);
       if (part !== undefined && part.needsQueue && seq > part.indexedUpTo) part.pending.push(seq);
-    }
+    });
     for (const part of this.#partitions.values()) {
       if (!part.needsQueue) continue;
       part.needsQueue = false;
@@ -397,12 +365,12 @@ export class VectorIndex {
     }
     // Seqs removed while queued are skipped; one removed and re-added may be queued twice, and is added once.
     const slice = [...new Set(part.pending.splice(0, INDEX_SLICE))]
-      .filter((seq) => this.#present[seq] === 1 && !graph.contains(BigInt(seq)))
+      .filter((seq) => this.#vectors.has(seq) && !graph.contains(BigInt(seq)))
       .sort((a, b) => a - b);
     if (slice.length === 0) return;
     const keys = new BigUint64Array(slice.map((seq) => BigInt(seq)));
     const vectors = new Float32Array(slice.length * this.dimensions);
-    slice.forEach((seq, i) => vectors.set(this.#row(seq), i * this.dimensions));
+    slice.forEach((seq, i) => vectors.set(this.#vectors.row(seq), i * this.dimensions));
     graph.add(keys, vectors);
     part.peak = Math.max(part.peak, graph.size());
     // Pending seqs are ascending across slices except for writes racing the loop; only a contiguous
@@ -412,10 +380,6 @@ export class VectorIndex {
     }
     part.dirty = true;
     await new Promise((resolve) => setImmediate(resolve));
-  }
-
-  #row(seq: number): Float32Array {
-    return this.#matrix.subarray(seq * this.dimensions, (seq + 1) * this.dimensions);
   }
 
   /** Saves the changed graphs, then the manifest naming every graph and its mark. */
@@ -463,12 +427,12 @@ export class VectorIndex {
 
   /** A copy of the stored vector, when there is one. */
   vector(seq: number): Float32Array | undefined {
-    return seq < this.#present.length && this.#present[seq] === 1 ? this.#row(seq).slice() : undefined;
+    return this.#vectors.has(seq) ? this.#vectors.row(seq).slice() : undefined;
   }
 
   /** Exact cosine similarity of one stored vector (vectors are unit length). */
   similarity(seq: number, query: Float32Array): number {
-    return this.#present[seq] ? dot(this.#matrix, seq * this.dimensions, query, this.dimensions) : 0;
+    return this.#vectors.dot(seq, query);
   }
 
   /**
@@ -483,7 +447,7 @@ export class VectorIndex {
     for (const list of lists) {
       const first = list[0];
       if (first === undefined) continue;
-      const partition = first < this.#present.length && this.#present[first] === 1 ? (this.#partitionOfSeq[first] as number) : this.#partitionOf(first);
+      const partition = this.#vectors.partitionOf(first) ?? this.#partitionOf(first);
       const group = byPartition.get(partition);
       if (group === undefined) byPartition.set(partition, [list]);
       else group.push(list);
@@ -495,7 +459,7 @@ export class VectorIndex {
 
   #searchPartition(part: Partition | undefined, query: Float32Array, lists: readonly (readonly number[])[], accept: (seq: number) => boolean, k: number): DenseHit[] {
     const admissible = (): number[] => {
-      const seqs = lists.flatMap((list) => list.filter((seq) => this.#present[seq] && accept(seq)));
+      const seqs = lists.flatMap((list) => list.filter((seq) => this.#vectors.has(seq) && accept(seq)));
       // Lists of one partition may overlap (a run's global lessons are also the owner's global lessons).
       return lists.length > 1 ? [...new Set(seqs)] : seqs;
     };
@@ -513,7 +477,7 @@ export class VectorIndex {
         const seq = Number(matches.keys[i]);
         if (part.retiring === undefined) {
           if (accept(seq)) hits.set(seq, 1 - (matches.distances[i] as number));
-        } else if (this.#present[seq] === 1 && accept(seq)) {
+        } else if (this.#vectors.has(seq) && accept(seq)) {
           // The retiring graph still holds removed vectors and the old values of replaced ones.
           hits.set(seq, this.similarity(seq, query));
         }
@@ -521,12 +485,12 @@ export class VectorIndex {
       if (hits.size >= k || fetch >= size) break;
       if (fetch > 4 * EXACT_SEARCH_LIMIT) return this.#exact(query, admissible(), k);
     }
-    for (const seq of part.retiring?.changed ?? []) if (this.#present[seq] === 1 && accept(seq)) hits.set(seq, this.similarity(seq, query));
+    for (const seq of part.retiring?.changed ?? []) if (this.#vectors.has(seq) && accept(seq)) hits.set(seq, this.similarity(seq, query));
     // Each list is ascending: its entries newer than the graph are a suffix.
     for (const list of lists) {
       for (let i = list.length - 1; i >= 0 && (list[i] as number) > mark; i--) {
         const seq = list[i] as number;
-        if (this.#present[seq] && accept(seq)) hits.set(seq, this.similarity(seq, query));
+        if (this.#vectors.has(seq) && accept(seq)) hits.set(seq, this.similarity(seq, query));
       }
     }
     return [...hits]

@@ -1,0 +1,118 @@
+// The exact vectors of a VectorIndex, by seq, in fixed-size pages that are allocated when their first vector arrives
+// and released when their last one leaves. Seqs only grow: a store that keeps deleting old entries (runs deleted
+// after use) and writing new ones would otherwise hold a matrix sized by every seq ever written, not by what lives.
+
+/**
+ * Bytes of vectors a page holds (its row count follows from the dimension): small, so that a space of a few wide
+ * vectors costs little and pages empty out soon under churn.
+ */
+const PAGE_BYTES = 32 * 1024;
+
+interface Page {
+  readonly vectors: Float32Array;
+  /** 1 where the row holds a vector. */
+  readonly present: Uint8Array;
+  /** The partition of each present row. */
+  readonly partition: Int32Array;
+  live: number;
+}
+
+export class PagedVectors {
+  readonly dimensions: number;
+  readonly #shift: number;
+  readonly #mask: number;
+  readonly #pages: (Page | undefined)[] = [];
+  #allocated = 0;
+
+  constructor(dimensions: number) {
+    this.dimensions = dimensions;
+    // Rows per page: the largest power of two whose vectors fit PAGE_BYTES, at least 8.
+    const rows = Math.max(8, 2 ** Math.floor(Math.log2(Math.max(1, PAGE_BYTES / (dimensions * 4)))));
+    this.#shift = Math.log2(rows);
+    this.#mask = rows - 1;
+  }
+
+  get rowsPerPage(): number {
+    return this.#mask + 1;
+  }
+
+  /** Bytes held by the pages alive now. */
+  get byteLength(): number {
+    return this.#allocated * (this.rowsPerPage * (this.dimensions * 4 + 1 + 4)) + this.#pages.length * 8;
+  }
+
+  has(seq: number): boolean {
+    return this.#pages[seq >>> this.#shift]?.present[seq & this.#mask] === 1;
+  }
+
+  /** The partition a present seq was added under; undefined when absent. */
+  partitionOf(seq: number): number | undefined {
+    const page = this.#pages[seq >>> this.#shift];
+    const row = seq & this.#mask;
+    return page !== undefined && page.present[row] === 1 ? (page.partition[row] as number) : undefined;
+  }
+
+  /** Stores (or replaces) a seq's vector; returns whether it had one. */
+  set(seq: number, vector: Float32Array, partition: number): boolean {
+    const at = seq >>> this.#shift;
+    let page = this.#pages[at];
+    if (page === undefined) {
+      const rows = this.rowsPerPage;
+      page = { vectors: new Float32Array(rows * this.dimensions), present: new Uint8Array(rows), partition: new Int32Array(rows), live: 0 };
+      while (this.#pages.length <= at) this.#pages.push(undefined);
+      this.#pages[at] = page;
+      this.#allocated++;
+    }
+    const row = seq & this.#mask;
+    const had = page.present[row] === 1;
+    page.vectors.set(vector.subarray(0, this.dimensions), row * this.dimensions);
+    page.partition[row] = partition;
+    if (!had) {
+      page.present[row] = 1;
+      page.live++;
+    }
+    return had;
+  }
+
+  /** Forgets a seq's vector, releasing its page when it was the last; returns its partition, undefined if absent. */
+  delete(seq: number): number | undefined {
+    const at = seq >>> this.#shift;
+    const page = this.#pages[at];
+    const row = seq & this.#mask;
+    if (page === undefined || page.present[row] !== 1) return undefined;
+    page.present[row] = 0;
+    if (--page.live === 0) {
+      this.#pages[at] = undefined;
+      this.#allocated--;
+    }
+    return page.partition[row] as number;
+  }
+
+  /** A present seq's vector, as a view (copy it to keep it). */
+  row(seq: number): Float32Array {
+    const page = this.#pages[seq >>> this.#shift] as Page;
+    const offset = (seq & this.#mask) * this.dimensions;
+    return page.vectors.subarray(offset, offset + this.dimensions);
+  }
+
+  /** Dot product of a seq's vector with `query` (cosine, both being unit length); 0 when the seq has none. */
+  dot(seq: number, query: Float32Array): number {
+    const page = this.#pages[seq >>> this.#shift];
+    const row = seq & this.#mask;
+    if (page === undefined || page.present[row] !== 1) return 0;
+    const vectors = page.vectors;
+    const offset = row * this.dimensions;
+    let sum = 0;
+    for (let i = 0; i < this.dimensions; i++) sum += (vectors[offset + i] as number) * (query[i] as number);
+    return sum;
+  }
+
+  /** Calls `visit` for every present seq, ascending, with its partition. */
+  forEach(visit: (seq: number, partition: number) => void): void {
+    this.#pages.forEach((page, at) => {
+      if (page === undefined) return;
+      const base = at * (this.#mask + 1);
+      for (let row = 0; row < page.present.length; row++) if (page.present[row] === 1) visit(base + row, page.partition[row] as number);
+    });
+  }
+}
