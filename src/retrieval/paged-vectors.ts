@@ -102,9 +102,21 @@ export class PagedVectors {
     if (page === undefined || page.present[row] !== 1) return 0;
     const vectors = page.vectors;
     const offset = row * this.dimensions;
-    let sum = 0;
-    for (let i = 0; i < this.dimensions; i++) sum += (vectors[offset + i] as number) * (query[i] as number);
-    return sum;
+    // Four running sums: the loop is what exact search spends its time in.
+    const dims = this.dimensions;
+    let a = 0;
+    let b = 0;
+    let c = 0;
+    let d = 0;
+    let i = 0;
+    for (; i + 3 < dims; i += 4) {
+      a += (vectors[offset + i] as number) * (query[i] as number);
+      b += (vectors[offset + i + 1] as number) * (query[i + 1] as number);
+      c += (vectors[offset + i + 2] as number) * (query[i + 2] as number);
+      d += (vectors[offset + i + 3] as number) * (query[i + 3] as number);
+    }
+    for (; i < dims; i++) a += (vectors[offset + i] as number) * (query[i] as number);
+    return a + b + c + d;
   }
 
   /** Calls `visit` for every present seq, ascending, with its partition. */

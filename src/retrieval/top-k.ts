@@ -21,6 +21,11 @@ export class TopK {
 
   offer(seq: number, score: number): void {
     const heap = this.#heap;
+    // Most offers of a long stream lose to the weakest kept hit: refuse them before allocating anything.
+    if (heap.length >= this.#k) {
+      const weakest = heap[0];
+      if (weakest === undefined || score < weakest.score || (score === weakest.score && seq < weakest.seq)) return;
+    }
     const hit = { seq, score };
     if (heap.length < this.#k) {
       heap.push(hit);

@@ -485,18 +485,26 @@ export class VectorIndex {
       if (hits.size >= k || fetch >= size) break;
       if (fetch > 4 * EXACT_SEARCH_LIMIT) return this.#exact(query, admissible(), k);
     }
-    for (const seq of part.retiring?.changed ?? []) if (this.#vectors.has(seq) && accept(seq)) hits.set(seq, this.similarity(seq, query));
+    // The graph's hits, then what it does not hold: changed vectors (while a retiring graph answers) and the entries
+    // newer than its mark. That tail is long while the graph catches up with a bulk load, so only the best k are kept.
+    const best = new TopK(k);
+    for (const [seq, similarity] of hits) best.offer(seq, similarity);
+    // Lists of one partition may overlap (a run's global lessons are also the owner's), as may changed and new seqs.
+    const offered = new Set<number>();
+    const offerExact = (seq: number): void => {
+      if (hits.has(seq) || !this.#vectors.has(seq) || !accept(seq)) return;
+      if (lists.length > 1 || part.retiring !== undefined) {
+        if (offered.has(seq)) return;
+        offered.add(seq);
+      }
+      best.offer(seq, this.similarity(seq, query));
+    };
+    for (const seq of part.retiring?.changed ?? []) offerExact(seq);
     // Each list is ascending: its entries newer than the graph are a suffix.
     for (const list of lists) {
-      for (let i = list.length - 1; i >= 0 && (list[i] as number) > mark; i--) {
-        const seq = list[i] as number;
-        if (this.#vectors.has(seq) && accept(seq)) hits.set(seq, this.similarity(seq, query));
-      }
+      for (let i = list.length - 1; i >= 0 && (list[i] as number) > mark; i--) offerExact(list[i] as number);
     }
-    return [...hits]
-      .map(([seq, similarity]) => ({ seq, similarity }))
-      .sort((a, b) => b.similarity - a.similarity || b.seq - a.seq)
-      .slice(0, k);
+    return best.sorted().map(({ seq, score }) => ({ seq, similarity: score }));
   }
 
   #exact(query: Float32Array, seqs: readonly number[], k: number): DenseHit[] {
