@@ -60,7 +60,8 @@ export async function engramSize({ n, texts, queries, vectors, concurrency, guar
     });
     out.ingest.guard = guard.records.at(-1);
     // Jobs completed means durable and searchable; let background indexing settle before measuring queries.
-    out.ingest.background_settle_ms = round(await waitIdle(server.pid));
+    // (At 1M the vector graph needs minutes to catch up with the load: the bound grows with the size.)
+    out.ingest.background_settle_ms = round(await waitIdle(server.pid, { timeoutMs: Math.max(180_000, n) }));
     const rssLoaded = memoryMib(server.pid).rss;
     for (const clients of [1, concurrency]) {
       const client = httpClient(server, { sockets: clients });
