@@ -83,6 +83,11 @@ export class EventBus {
   }
 
   publish(event: Omit<ControlEvent, "id" | "createdAt">): void {
+    // Nobody to deliver to (the usual case during a bulk write): the id is still taken, nothing else is built.
+    if (this.#subscriptions.size === 0) {
+      this.#sequence++;
+      return;
+    }
     const full: ControlEvent = { ...event, id: `evt_${(++this.#sequence).toString(36)}`, createdAt: new Date().toISOString() };
     for (const subscription of this.#subscriptions) {
       if (matches(subscription.filter, full)) subscription.push(full);

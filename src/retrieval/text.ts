@@ -18,12 +18,33 @@ export function words(text: string): string[] {
  */
 export const MAX_TERM_CHARS = 64;
 
+/**
+ * Porter stems of recent words. Running text repeats a small vocabulary (Zipf), and the stemmer's suffix rules cost
+ * a few regular expressions per word: tokenising is a large part of every write and query. Cleared when full, so it
+ * stays bounded whatever the input.
+ */
+const STEMS = new Map<string, string>();
+const MAX_STEMS = 50_000;
+
+/** The Porter stem of a lowercase word, memoised (see STEMS). */
+export function stem(word: string): string {
+  // Over-long words are stemmed each time: the cache bounds its count, and they would make its bytes unbounded.
+  if (word.length > MAX_TERM_CHARS) return stemmer(word);
+  let stemmed = STEMS.get(word);
+  if (stemmed === undefined) {
+    if (STEMS.size >= MAX_STEMS) STEMS.clear();
+    stemmed = stemmer(word);
+    STEMS.set(word, stemmed);
+  }
+  return stemmed;
+}
+
 /** Index terms of a text: its words without stopwords, stemmed; over-long words shortened (see MAX_TERM_CHARS). */
 export function terms(text: string): string[] {
   const out: string[] = [];
   for (const word of words(text)) {
     if (word.length > MAX_TERM_CHARS) out.push(`${word.slice(0, MAX_TERM_CHARS - 9)}~${fnv1a(word).toString(16).padStart(8, "0")}`);
-    else if (!STOPWORDS.has(word)) out.push(stemmer(word));
+    else if (!STOPWORDS.has(word)) out.push(stem(word));
   }
   return out;
 }

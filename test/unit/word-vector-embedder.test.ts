@@ -70,6 +70,14 @@ describe("WordVectorEmbedder on the committed asset", () => {
     // Acronyms are topics, not names: the same weight whatever the case.
     expect(similarity("we met at the NASA office", "nasa")).toBeCloseTo(similarity("we met at the nasa office", "nasa"), 5);
   });
+
+  it("judges each occurrence of a repeated word by its own place in the text", () => {
+    // The second "Rose" opens a sentence, so it weighs as much as a lower-case "rose" there; the first, inside a
+    // sentence, weighs less: the two texts must embed alike, and unlike one where both are inside sentences.
+    const vector = (text: string): number[] => Array.from(embedder.embedOne(text));
+    expect(vector("Yesterday Rose painted. Rose slept")).toEqual(vector("Yesterday Rose painted. rose slept"));
+    expect(vector("Yesterday Rose painted. Rose slept")).not.toEqual(vector("Yesterday Rose painted, Rose slept"));
+  });
 });
 
 describe("WordVectorEmbedder.parse", () => {

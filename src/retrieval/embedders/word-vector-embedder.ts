@@ -3,10 +3,10 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { stemmer } from "stemmer";
 import { eng as englishStopwords } from "stopword";
 import type { Embedder } from "../embedder.js";
 import { fnv1a } from "../hash.js";
+import { stem } from "../text.js";
 
 /** Where the asset lives relative to the project root; scripts/derive-word-vectors.mjs documents its format. */
 export const WORD_VECTORS_ASSET = "assets/word-vectors/sg100d-100k.bin";
@@ -144,13 +144,18 @@ export class WordVectorEmbedder implements Embedder {
   /** Embeds one text synchronously; an empty or all-stopword text gives the zero vector. */
   embedOne(text: string): Float32Array {
     const sum = this.#sum.fill(0);
-    for (const match of text.matchAll(TOKEN)) {
-      const token = match[0];
+    // `match` and `indexOf` rather than `matchAll`: a match object per token was most of a bulk ingest's embedding
+    // garbage. The next token starts at the first occurrence of its text after the previous one, as only
+    // non-token characters lie between them.
+    let at = 0;
+    for (const token of text.match(TOKEN) ?? []) {
+      const start = text.indexOf(token, at);
+      at = start + token.length;
       const word = token.toLowerCase();
       if (STOPWORDS.has(word)) continue;
-      const weight = isProperNoun(text, match.index, token) ? PROPER_NOUN_WEIGHT : 1;
+      const weight = isProperNoun(text, start, token) ? PROPER_NOUN_WEIGHT : 1;
       // The surface form first; its Porter stem only when that is missing ("refreshes" → "refresh").
-      const row = this.#index.get(word) ?? this.#index.get(stemmer(word));
+      const row = this.#index.get(word) ?? this.#index.get(stem(word));
       if (row !== undefined) this.#addRow(sum, row, weight);
       else if (word.length > 1) this.#addTrigrams(sum, word, weight);
     }
