@@ -7,6 +7,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/platform/logger.js";
 import { VectorIndex } from "../../src/retrieval/vector-index.js";
+import { seededUnitVector } from "./seeded-vectors.js";
 
 const DIMS = 8;
 /** Above the index's exact-search limit, so that the partition has a graph and searches go through it. */
@@ -18,19 +19,7 @@ const BATCH = 500;
  */
 const CHURN = 15_000;
 
-/** A pseudo-random unit vector per seed (mulberry32: distinct for the tens of thousands of seeds used here). */
-function unit(seed: number): Float32Array {
-  const v = new Float32Array(DIMS);
-  let a = seed >>> 0;
-  for (let i = 0; i < DIMS; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    v[i] = ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  }
-  const norm = Math.hypot(...v);
-  return v.map((c) => c / norm);
-}
+const unit = (seed: number): Float32Array => seededUnitVector(seed, DIMS);
 
 describe("VectorIndex under write and delete churn", () => {
   it("removes every deleted vector from the graph and keeps finding live ones", async () => {

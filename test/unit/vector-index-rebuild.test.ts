@@ -7,6 +7,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/platform/logger.js";
 import { VectorIndex } from "../../src/retrieval/vector-index.js";
+import { seededUnitVector } from "./seeded-vectors.js";
 
 const DIMS = 16;
 /** Above the index's exact-search limit, so the partition has a graph and searches go through it. */
@@ -14,18 +15,7 @@ const LIVE = 9000;
 /** More than a quarter of the graph: the removals that trigger a rebuild. */
 const REMOVED = 3000;
 
-function unit(seed: number): Float32Array {
-  const v = new Float32Array(DIMS);
-  let a = seed >>> 0;
-  for (let i = 0; i < DIMS; i++) {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    v[i] = ((t ^ (t >>> 14)) >>> 0) / 2147483648 - 1;
-  }
-  const norm = Math.hypot(...v);
-  return v.map((c) => c / norm);
-}
+const unit = (seed: number): Float32Array => seededUnitVector(seed, DIMS);
 
 describe("VectorIndex during a graph rebuild", () => {
   it("answers from the retiring graph: live found, removed never, changed by their new vector", async () => {
