@@ -67,6 +67,7 @@ export class MemoryIndex {
       if (superseded !== undefined) this.catalog.markStale(superseded.seq);
     });
     this.dense.scheduleIndexing();
+    this.spaces.scheduleIndexing();
     this.dense.saveSoon();
   }
 

@@ -40,7 +40,10 @@ export class VectorSpaces {
     return this.#byOwner.get(owner)?.get(name);
   }
 
-  /** Makes an entry's committed space vectors searchable. */
+  /** Spaces given vectors since the last scheduleIndexing(). */
+  readonly #touched = new Set<SpaceIndex>();
+
+  /** Makes an entry's committed space vectors searchable; scheduleIndexing() after a batch queues their graphs. */
   add(owner: number, seq: number, vectors: readonly SpaceVector[]): void {
     for (const { space: name, vector } of vectors) {
       // The write committed the space: its record is in LMDB when this is the first the index hears of it.
@@ -48,8 +51,14 @@ export class VectorSpaces {
       if (record === undefined || record.dimensions !== vector.length) continue;
       const space = this.#space(record);
       space.index.add(seq, vector);
-      space.index.scheduleIndexing();
+      this.#touched.add(space.index);
     }
+  }
+
+  /** Once per committed batch, not per entry: each touched space's graph catches up in the background. */
+  scheduleIndexing(): void {
+    for (const index of this.#touched) index.scheduleIndexing();
+    this.#touched.clear();
   }
 
   /** Forgets an entry's vectors in every space of its owner (it was deleted, or its content replaced). */

@@ -7,7 +7,10 @@ import { RecordDecodeError, decodeOptional, openFields } from "./record-codec.js
 import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
 import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
+import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
+
 export * from "./entry-record.js";
+export { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
 
 export interface PreparedEntry {
   readonly entry: NewEntry;
@@ -33,16 +36,6 @@ export function entryIdOf(seq: number): string {
 export function seqOfEntryId(id: string): number | undefined {
   const match = /^ent_([0-9a-z]{1,12})$/.exec(id);
   return match ? parseInt(match[1] as string, 36) : undefined;
-}
-
-export function vectorBytes(vector: Float32Array): Buffer {
-  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-}
-
-export function vectorFromBytes(bytes: Uint8Array): Float32Array {
-  const copy = new Float32Array(bytes.byteLength / 4);
-  new Uint8Array(copy.buffer).set(bytes);
-  return copy;
 }
 
 /** Fields an update may change; absent fields are unchanged. */

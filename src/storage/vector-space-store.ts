@@ -3,6 +3,7 @@
 import type { Storage } from "./database.js";
 import { nextSequence } from "./database.js";
 import { decodeOptional, openRecord } from "./record-codec.js";
+import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
 
 /** Most dimensions a caller vector may have (a 4096-d vector is 16 KiB per entry). */
 export const MAX_SPACE_DIMENSIONS = 4096;
@@ -72,16 +73,6 @@ function decodeSpace(key: unknown, value: unknown): VectorSpaceRecord {
   };
 }
 
-function bytesOf(vector: Float32Array): Buffer {
-  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-}
-
-function vectorOf(bytes: Uint8Array): Float32Array {
-  const copy = new Float32Array(bytes.byteLength / 4);
-  new Uint8Array(copy.buffer).set(bytes);
-  return copy;
-}
-
 export class VectorSpaceStore {
   readonly #storage: Storage;
 
@@ -122,7 +113,7 @@ export class VectorSpaceStore {
     }
     const mismatch = spaceMismatch(space, record.dimensions, vector.length);
     if (mismatch !== undefined) throw new VectorSpaceConflict(mismatch);
-    dbs.spaceVectors.put([record.id, seq], bytesOf(vector));
+    dbs.spaceVectors.put([record.id, seq], vectorBytes(vector));
     dbs.entrySpaceVectors.put([seq, record.id], null);
     return record;
   }
@@ -146,7 +137,7 @@ export class VectorSpaceStore {
   /** The entry's vector in a space, when it has one. */
   vector(spaceId: number, seq: number): Float32Array | undefined {
     const bytes = this.#storage.dbs.spaceVectors.getBinary([spaceId, seq]);
-    return bytes === undefined ? undefined : vectorOf(bytes);
+    return bytes === undefined ? undefined : vectorFromBytes(bytes);
   }
 
   /** The entry's vectors in the owner's spaces, with the space names (export). */
@@ -169,7 +160,7 @@ export class VectorSpaceStore {
   vectorsPage(spaceId: number, afterSeq: number, limit: number): { seq: number; vector: Float32Array }[] {
     const page: { seq: number; vector: Float32Array }[] = [];
     const range = { start: [spaceId, afterSeq], end: [spaceId, Infinity], exclusiveStart: true, limit };
-    for (const { key, value } of this.#storage.dbs.spaceVectors.getRange(range)) page.push({ seq: (key as [number, number])[1], vector: vectorOf(value) });
+    for (const { key, value } of this.#storage.dbs.spaceVectors.getRange(range)) page.push({ seq: (key as [number, number])[1], vector: vectorFromBytes(value) });
     return page;
   }
 }

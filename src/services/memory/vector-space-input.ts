@@ -10,6 +10,15 @@ export function vectorSpaceName(field: string, value: string): string {
   throw invalidArgument(field, "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'");
 }
 
+/** The embedding given with a named space: required, unit length, and of the space's dimension once it has one. */
+function namedSpaceVector(field: string, space: string, embedding: readonly number[], dimensions: number | undefined): Float32Array {
+  if (embedding.length === 0) throw invalidArgument(field, "is required when vector_space is set");
+  const vector = unitVector(field, embedding);
+  const mismatch = spaceMismatch(space, dimensions, vector.length);
+  if (mismatch !== undefined) throw invalidArgument(field, mismatch);
+  return vector;
+}
+
 /** An item's vectors: a replacement for the server embedder's (no space named), or one for the named space. */
 export interface ItemVectors {
   readonly vector: Float32Array | undefined;
@@ -37,12 +46,8 @@ export class RequestSpaces {
   check(field: string, space: string, embedding: readonly number[]): ItemVectors {
     const name = vectorSpaceName(`${field}.vector_space`, space);
     if (name === "") return { vector: callerVector(`${field}.embedding`, embedding, this.#serverDimensions), spaceVectors: [] };
-    if (embedding.length === 0) throw invalidArgument(`${field}.embedding`, "is required when vector_space is set");
-    const vector = unitVector(`${field}.embedding`, embedding);
-    const stored = this.#store.find(this.#owner, name)?.dimensions;
-    const fixed = stored ?? this.#claimed.get(name);
-    const mismatch = spaceMismatch(name, fixed, vector.length);
-    if (mismatch !== undefined) throw invalidArgument(`${field}.embedding`, mismatch);
+    const fixed = this.#store.find(this.#owner, name)?.dimensions ?? this.#claimed.get(name);
+    const vector = namedSpaceVector(`${field}.embedding`, name, embedding, fixed);
     if (fixed === undefined && this.#store.countOf(this.#owner) + this.#claimed.size >= MAX_SPACES_PER_OWNER) {
       throw invalidArgument(`${field}.vector_space`, `at most ${MAX_SPACES_PER_OWNER} vector spaces per user; ${JSON.stringify(name)} would be one more`);
     }
@@ -64,9 +69,5 @@ export class RequestSpaces {
 export function queryVector(store: VectorSpaceStore, owner: number, serverDimensions: number, space: string, embedding: readonly number[]): { vector: Float32Array | undefined; vectorSpace: string } {
   const name = vectorSpaceName("vector_space", space);
   if (name === "") return { vector: callerVector("embedding", embedding, serverDimensions, "search"), vectorSpace: "" };
-  if (embedding.length === 0) throw invalidArgument("embedding", "is required when vector_space is set");
-  const vector = unitVector("embedding", embedding);
-  const mismatch = spaceMismatch(name, store.find(owner, name)?.dimensions, vector.length);
-  if (mismatch !== undefined) throw invalidArgument("embedding", mismatch);
-  return { vector, vectorSpace: name };
+  return { vector: namedSpaceVector("embedding", name, embedding, store.find(owner, name)?.dimensions), vectorSpace: name };
 }
