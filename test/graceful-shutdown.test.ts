@@ -15,7 +15,9 @@ import { startTestServer, tempDataDir } from "./harness/server.js";
 beforeAll(() => ensureBuilt(), 120_000);
 
 const GRACE_MS = 15_000;
-const JOBS = 20;
+// Enough queued work that the worker is still busy when SIGTERM arrives, after the ingest speed-ups too (20 jobs of
+// 500 could all be done by then on a fast run; this test then failed for want of a job left to resume).
+const JOBS = 60;
 const ITEMS_PER_JOB = 500;
 /** A run nothing writes to: the streams watching it stay quiet until their final event. */
 const WATCHED_RUN = "watched";
