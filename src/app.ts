@@ -20,7 +20,8 @@ import type { Config } from "./platform/config.js";
 import { Authenticator } from "./auth/authenticator.js";
 import { HashedEmbedder } from "./retrieval/embedders/hashed-embedder.js";
 import { authInterceptor } from "./transport/interceptors/auth.js";
-import { observeInterceptor } from "./transport/interceptors/observe.js";
+import { callRecorder, observeInterceptor } from "./transport/interceptors/observe.js";
+import { CallAdmission, type Admitting } from "./transport/call-admission.js";
 import { readinessInterceptor } from "./transport/interceptors/readiness.js";
 import { policyInterceptor } from "./transport/interceptors/policy.js";
 import { rateLimitInterceptor } from "./transport/interceptors/rate-limit.js";
@@ -146,8 +147,13 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
   // Per-key rate limits act right after authentication, before any other work is spent on the call.
-  const rateLimit = config.rateLimit === undefined ? [] : [rateLimitInterceptor(new TokenBuckets(config.rateLimit, options.rateLimitNow ?? (() => performance.now())), config.rateLimit.limitAdmin)];
-  const router = createRouter([observeInterceptor(logger, metrics), readinessInterceptor(readiness), authInterceptor(authenticator), ...rateLimit, policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
+  // The transport charges the calls it receives before reading their bodies (CallAdmission); the interceptor reports
+  // that charge, and charges calls dispatched in-process.
+  const limits =
+    config.rateLimit === undefined ? undefined : { buckets: new TokenBuckets(config.rateLimit, options.rateLimitNow ?? (() => performance.now())), limitAdmin: config.rateLimit.limitAdmin };
+  const rateLimit = limits === undefined ? [] : [rateLimitInterceptor(limits.buckets, limits.limitAdmin)];
+  const record = callRecorder(logger, metrics);
+  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), authInterceptor(authenticator), ...rateLimit, policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
@@ -234,9 +240,10 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const served: DescService[] = [HealthService, AuthService, MemoryService, EventsService, CoreService, RunsService, LearningService, SessionsService, PlanningService, CoordinationService, ResourcesService, TenantService, AdminService, ...PLANNED_SERVICES];
   router.service(ServerReflection, serverReflectionService(served));
 
-  const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger);
+  const admitting: Admitting | undefined = limits === undefined ? undefined : { admission: new CallAdmission(authenticator, limits.buckets, limits.limitAdmin), record };
+  const gateway = new HttpGateway(router.handlers, config.maxRequestBytes, logger, admitting);
   const mounts: Mount[] = [mcpMount({ authenticator, maxRequestBytes: config.maxRequestBytes, logger }), openApiMount(served, logger)];
-  const server = await listenOnePort(requestListener(router, gateway, logger, mounts), config.port, config.host, config);
+  const server = await listenOnePort(requestListener(router, gateway, logger, mounts, admitting), config.port, config.host, config);
   logger.info({ port: server.port, data_dir: config.dataDir, instance_tag: config.instanceTag }, "engram listening");
   // Start-up work runs while /readyz answers 503 with its reason, in the spec's order; /livez answers throughout.
   let consoleServer: ConsoleServer | undefined;

@@ -3,7 +3,7 @@
 // as the clock moves; admins are unlimited unless SERVICE_RATE_LIMIT_ADMIN; probes are never limited; a stream
 // spends one token when it opens. Over REST, Connect and gRPC.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEngram, type Engram } from "../src/app.js";
 import { mintApiKey } from "../src/auth/api-key.js";
@@ -198,6 +198,77 @@ describe("what is not limited, and streams", () => {
     );
     expect(error).toBeInstanceOf(ConnectError);
     expect((error as ConnectError).code).toBe(Code.ResourceExhausted);
+  });
+});
+
+describe("refusals answered before the body is read", () => {
+  /** A key whose burst is spent. */
+  async function spentKey(): Promise<string> {
+    const key = await freshKey();
+    for (let i = 0; i < 3; i++) expect((await get("/v2/control/runs", key)).status).toBe(200);
+    return key;
+  }
+
+  it("refuses a call whose body would not parse, instead of reading it (HTTP/JSON and Connect)", async () => {
+    const key = await spentKey();
+    const post = (path: string, headers: Record<string, string>): Promise<Response> =>
+      fetch(new URL(path, server.baseUrl), { method: "POST", headers: { authorization: `Bearer ${key}`, ...headers }, body: "{not json" });
+    const rest = await post("/v2/control/query", { "content-type": "application/json" });
+    expect(rest.status).toBe(429);
+    expect(await rest.json()).toMatchObject({ code: "resource_exhausted" });
+    const connect = await post(`/engram.v2.MemoryService/Query`, { "content-type": "application/json", "connect-protocol-version": "1" });
+    expect(connect.status).toBe(429);
+    expect(connect.headers.get("retry-after")).toBe("1");
+    expect(await connect.json()).toMatchObject({ code: "resource_exhausted", message: expect.stringMatching(/rate limit exceeded/) as unknown });
+    // The same body from a key with tokens left is read, and refused as the caller's mistake.
+    const fresh = await freshKey();
+    const admitted = await fetch(new URL("/v2/control/query", server.baseUrl), {
+      method: "POST",
+      headers: { authorization: `Bearer ${fresh}`, "content-type": "application/json" },
+      body: "{not json",
+    });
+    expect(admitted.status).toBe(400);
+  });
+
+  it("ends a Connect stream with the refusal and its metadata, and answers gRPC-Web trailers-only", async () => {
+    const key = await spentKey();
+    const headers = { authorization: `Bearer ${key}` };
+    const streamed = createClient(EventsService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
+    const streamError = await (async () => {
+      for await (const message of streamed.subscribe({}, { headers })) return message;
+      return undefined;
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(streamError).toBeInstanceOf(ConnectError);
+    expect((streamError as ConnectError).code).toBe(Code.ResourceExhausted);
+    expect((streamError as ConnectError).metadata.get("retry-after")).toBe("1");
+
+    const web = createClient(RunsService, createGrpcWebTransport({ baseUrl: server.baseUrl, httpVersion: "1.1" }));
+    const webError = await web.listRuns({}, { headers }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(webError).toBeInstanceOf(ConnectError);
+    expect((webError as ConnectError).code).toBe(Code.ResourceExhausted);
+    expect((webError as ConnectError).rawMessage).toMatch(/rate limit exceeded for this API key \(2 calls a second, bursts of 3\): retry after 1 s/);
+    expect((webError as ConnectError).metadata.get("ratelimit")).toBe('"default";r=0;t=2');
+  });
+
+  it("counts and times the refusals like every other answer", async () => {
+    const key = await spentKey();
+    for (let i = 0; i < 2; i++) expect((await get("/v2/control/runs", key)).status).toBe(429);
+    const grpc = createClient(RunsService, createGrpcTransport({ baseUrl: server.baseUrl }));
+    await grpc.listRuns({}, { headers: { authorization: `Bearer ${key}` } }).catch(() => undefined);
+    const metrics = await (await get("/metrics")).text();
+    const refusals = (transport: string): number =>
+      metrics
+        .split("\n")
+        .filter((line) => line.startsWith("service_rpc_requests_total{") && line.includes('rpc="engram.v2.RunsService/ListRuns"') && line.includes(`transport="${transport}"`) && line.includes('code="resource_exhausted"'))
+        .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
+    expect(refusals("http")).toBeGreaterThanOrEqual(2);
+    expect(refusals("grpc")).toBeGreaterThanOrEqual(1);
   });
 });
 

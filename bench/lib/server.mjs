@@ -54,7 +54,16 @@ process.on("unhandledRejection", (e) => {
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Pids of the servers this bench started that are still running. */
+/**
+ * Counts a load-generating child process as this bench's own: the quiet-machine guard does not take its CPU for
+ * another process's, and it is killed with the servers when the bench exits.
+ */
+export function adoptChild(child) {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+}
+
+/** Pids of the servers (and adopted children) this bench started that are still running. */
 export function liveChildPids() {
   return [...children].filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid);
 }

@@ -1,5 +1,7 @@
-// Per-call facts the transport layer knows and the interceptors report: which transport carried the call.
+// Per-call facts the transport layer knows and the interceptors report: which transport carried the call, and the
+// rate-limit charge it made (call-admission.ts).
 import { createContextKey } from "@connectrpc/connect";
+import type { Principal } from "../auth/principal.js";
 
 export type TransportName = "http" | "connect" | "grpc" | "grpc-web";
 
@@ -12,3 +14,14 @@ export function transportOf(contentType: string | null, viaGateway: boolean): Tr
   if (contentType?.startsWith("application/grpc")) return "grpc";
   return "connect";
 }
+
+/** A call the transport authenticated and charged: the interceptors take its principal and fields from here. */
+export interface AdmittedCall {
+  readonly principal: Principal;
+  /** The rate-limit response fields (see interceptors/rate-limit.ts). */
+  readonly fields: readonly [string, string][];
+  /** What the call is told when it is refused; undefined when it is admitted. */
+  readonly refusal: string | undefined;
+}
+
+export const admittedCallKey = createContextKey<AdmittedCall | undefined>(undefined, { description: "charged by the transport" });

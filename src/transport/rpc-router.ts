@@ -1,13 +1,17 @@
 // Builds the Connect router (gRPC, gRPC-Web and Connect) and the Node request listener that puts the
 // HTTP/JSON gateway behind it for every path that is not an RPC path.
-import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { boundedMessage } from "../platform/errors.js";
 import type { Logger } from "../platform/logger.js";
+import type { Admitting } from "./call-admission.js";
+import { admittedCallKey, transportOf } from "./call-context.js";
 import type { HttpGateway } from "./gateway/gateway.js";
 import type { RequestListener } from "./one-port-server.js";
+import { abandonBody } from "./request-body.js";
 import { guardRpcRequest } from "./rpc-request-guard.js";
+import { rpcRefusal } from "./rpc-refusal.js";
 
 export function createRouter(interceptors: Interceptor[], maxRequestBytes: number): ConnectRouter {
   return createConnectRouter({
@@ -63,7 +67,7 @@ export interface Mount {
   readonly listener: RequestListener;
 }
 
-export function requestListener(router: ConnectRouter, gateway: HttpGateway, logger: Logger, mounts: readonly Mount[] = []): RequestListener {
+export function requestListener(router: ConnectRouter, gateway: HttpGateway, logger: Logger, mounts: readonly Mount[] = [], admitting?: Admitting): RequestListener {
   const rpcPaths = new Map(router.handlers.map((h) => [h.requestPath, h]));
   const mounted = new Map(mounts.map((m) => [m.path, m.listener]));
   return (req, res) => {
@@ -78,7 +82,21 @@ export function requestListener(router: ConnectRouter, gateway: HttpGateway, log
       void gateway.handle(req, res);
       return;
     }
-    const uReq = guardRpcRequest(universalRequestFromNodeRequest(req, res, undefined, undefined), handler.method, req, res, gateway.maxBodyBytes);
+    const started = process.hrtime.bigint();
+    const admitted = admitting?.admission.admit(handler.service.typeName, req.headers["authorization"]);
+    const write = (uRes: UniversalServerResponse): void => {
+      universalResponseToNodeResponse(withSpecGrpcMessage(uRes), res).catch((e: unknown) => logger.warn({ err: e, rpc: path }, "rpc response aborted"));
+    };
+    if (admitted?.refusal !== undefined) {
+      abandonBody(req, res);
+      const contentType = req.headers["content-type"];
+      write(rpcRefusal(contentType, { code: Code.ResourceExhausted, message: admitted.refusal, fields: admitted.fields }));
+      const call = { method: handler.method, transport: transportOf(contentType ?? null, false), keyId: admitted.principal.keyId, started };
+      admitting?.record(call, Code.ResourceExhausted, { message: admitted.refusal });
+      return;
+    }
+    const contextValues = admitted === undefined ? undefined : createContextValues().set(admittedCallKey, admitted);
+    const uReq = guardRpcRequest(universalRequestFromNodeRequest(req, res, undefined, contextValues), handler.method, req, res, gateway.maxBodyBytes);
     handler(uReq)
       .then((uRes) => universalResponseToNodeResponse(withSpecGrpcMessage(uRes), res))
       .catch((e: unknown) => logger.warn({ err: e, rpc: path }, "rpc response aborted"));

@@ -12,7 +12,8 @@ import { endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { boundedMessage, codeFromName, HTTP_STATUS_HEADER, httpStatusOf, quoted } from "../../platform/errors.js";
 import type { Logger } from "../../platform/logger.js";
-import { viaGatewayKey } from "../call-context.js";
+import type { Admitting } from "../call-admission.js";
+import { admittedCallKey, viaGatewayKey } from "../call-context.js";
 import { isRemovedRpc } from "../removed-rpcs.js";
 import { abandonBody, readBoundedBody, type NodeRequest } from "../request-body.js";
 import { bindingsOf, RouteTable, type HttpBinding } from "./http-rule.js";
@@ -75,8 +76,9 @@ export class HttpGateway {
   readonly #handlers: Map<string, UniversalHandler>;
   readonly #maxBodyBytes: number;
   readonly #logger: Logger;
+  readonly #admitting: Admitting | undefined;
 
-  constructor(handlers: readonly UniversalHandler[], maxBodyBytes: number, logger: Logger) {
+  constructor(handlers: readonly UniversalHandler[], maxBodyBytes: number, logger: Logger, admitting?: Admitting) {
     // A method has one handler per protocol set; the Connect-protocol one is what the gateway speaks.
     this.#handlers = new Map(handlers.map((h) => [`${h.service.typeName}/${h.method.name}`, h]));
     const bindings: HttpBinding[] = [];
@@ -84,6 +86,7 @@ export class HttpGateway {
     this.#routes = new RouteTable(bindings);
     this.#maxBodyBytes = maxBodyBytes;
     this.#logger = logger;
+    this.#admitting = admitting;
   }
 
   /** The largest request body accepted, on this gateway and on the RPC paths beside it. */
@@ -108,6 +111,7 @@ export class HttpGateway {
   }
 
   async #dispatch(req: NodeRequest, res: NodeResponse, out: HttpResponder): Promise<void> {
+    const started = process.hrtime.bigint();
     const url = new URL(req.url ?? "/", "http://gateway");
     const verb = (req.method ?? "GET").toUpperCase();
     const match = this.#routes.match(verb, url.pathname);
@@ -124,6 +128,16 @@ export class HttpGateway {
     const { binding, pathParams } = match;
     // Every answer of a deprecated RPC (`option deprecated = true`), success or error, says so.
     if (binding.method.deprecated) res.setHeader("deprecation", "true");
+    // The call is charged before its body is read; a refusal reads none of it.
+    const admitted = this.#admitting?.admission.admit(binding.method.parent.typeName, req.headers["authorization"]);
+    if (admitted?.refusal !== undefined) {
+      abandonBody(req, res);
+      for (const [name, value] of admitted.fields) res.setHeader(name, value);
+      sendError(out, Code.ResourceExhausted, admitted.refusal);
+      const call = { method: binding.method, transport: "http" as const, keyId: admitted.principal.keyId, started };
+      this.#admitting?.record(call, Code.ResourceExhausted, { message: admitted.refusal });
+      return;
+    }
     // A removed route answers `gone` whatever its body, so the body is not read; nor is one sent with GET or DELETE.
     const removed = isRemovedRpc(binding.method);
     const readsBody = !removed && verb !== "GET" && verb !== "DELETE";
@@ -148,7 +162,7 @@ export class HttpGateway {
       method: "POST",
       header,
       signal: abort.signal,
-      contextValues: createContextValues().set(viaGatewayKey, true),
+      contextValues: createContextValues().set(viaGatewayKey, true).set(admittedCallKey, admitted),
     };
     if (binding.method.methodKind === "server_streaming") {
       header.set("content-type", "application/connect+json");

@@ -9,9 +9,13 @@
 // Over gRPC and Connect the same names travel as response metadata (trailers on a gRPC refusal), and the refusal's
 // message says when to retry. Unauthenticated services (health probes, /metrics, reflection) are never limited; a
 // stream spends one token when it opens.
+//
+// Calls that arrive over the network are charged by the transport before their body is read (call-admission.ts); this
+// interceptor then only reports that charge. It charges the calls the transport did not (dispatched in-process).
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { principalKey } from "../../auth/principal.js";
 import type { Admission, TokenBuckets } from "../../platform/token-buckets.js";
+import { admittedCallKey } from "../call-context.js";
 
 export const RATE_LIMIT_HEADER = "ratelimit";
 export const RATE_LIMIT_POLICY_HEADER = "ratelimit-policy";
@@ -32,20 +36,27 @@ function retryAfterSeconds(admission: Admission): number {
   return Math.max(1, Math.ceil(admission.nextTokenInSeconds));
 }
 
+/** What a refused call is told. */
+export function refusalMessage(buckets: TokenBuckets, admission: Admission): string {
+  const { perSecond, burst } = buckets.policy;
+  return `rate limit exceeded for this API key (${perSecond} calls a second, bursts of ${burst}): retry after ${retryAfterSeconds(admission)} s`;
+}
+
 export function rateLimitInterceptor(buckets: TokenBuckets, limitAdmin: boolean): Interceptor {
   return (next) => async (req) => {
     // Set by the auth interceptor before this one; absent only on the public services.
     const principal = req.contextValues.get(principalKey);
     if (principal === undefined || (principal.role === "admin" && !limitAdmin)) return next(req);
-    const admission = buckets.take(principal.keyId);
-    const fields = rateLimitFields(buckets, admission);
-    if (!admission.allowed) {
-      const { perSecond, burst } = buckets.policy;
-      throw new ConnectError(
-        `rate limit exceeded for this API key (${perSecond} calls a second, bursts of ${burst}): retry after ${retryAfterSeconds(admission)} s`,
-        Code.ResourceExhausted,
-        Object.fromEntries(fields),
-      );
+    let fields: readonly [string, string][];
+    const admitted = req.contextValues.get(admittedCallKey);
+    if (admitted !== undefined) {
+      fields = admitted.fields;
+      // The transport answers the calls it refuses itself; this only guards against one reaching the service.
+      if (admitted.refusal !== undefined) throw new ConnectError(admitted.refusal, Code.ResourceExhausted, Object.fromEntries(fields));
+    } else {
+      const admission = buckets.take(principal.keyId);
+      fields = rateLimitFields(buckets, admission);
+      if (!admission.allowed) throw new ConnectError(refusalMessage(buckets, admission), Code.ResourceExhausted, Object.fromEntries(fields));
     }
     try {
       const res = await next(req);
