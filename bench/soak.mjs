@@ -7,6 +7,7 @@
 //        SOAK_ENTRIES   entries seeded into run `bench` first (default 20000)
 //        SOAK_SAMPLE_S  seconds between samples (default 10)
 //        BENCH_QUIET_WAIT_S  wait up to this long for a quiet machine before starting (default 300)
+//        SOAK_PROF_DIR  when set, the server writes a CPU profile there (sampled every 0.5 ms) as it stops
 //        BENCH_SERVER, SERVICE_*  as for the other benchmarks
 // Writes bench/results/soak.json (settings, every sample, summary; rewritten after each sample, so an interrupted
 // soak keeps what it measured). Exit status 0 when every target was met, 3 when one was missed, 1 on failure.
@@ -188,7 +189,7 @@ async function main() {
   const texts = new Corpus(words, 11).entries(20_000);
   const random = rng(2024);
 
-  const server = await startServer({ dataDir: tempDir("soak"), key: mintAdminKey() });
+  const server = await startServer({ dataDir: tempDir("soak"), key: mintAdminKey(), nodeArgs: process.env.SOAK_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SOAK_PROF_DIR}`, "--cpu-prof-interval=500"] : [] });
   log(`server ready; seeding ${ENTRIES} entries`);
   await ingestAll(server, RUN_ID, entries.map((text) => ({ text })), { batch: 1000, inFlight: 1 });
   await waitIdle(server.pid, { quietMs: 1000, timeoutMs: 120_000 });

@@ -11,8 +11,12 @@ import type { MemoryIndex } from "./memory-index.js";
 import type { BackgroundGate } from "../platform/background-gate.js";
 import type { OutcomeStore } from "../learning/outcome-store.js";
 
-/** Entries removed per purge transaction: small enough that one slice never holds the event loop for long. */
-const PURGE_SLICE = 200;
+/**
+ * Entries removed per purge transaction: small enough that one slice never holds the event loop for long. Removing an
+ * entry costs about 0.1 ms in the transaction and 0.05 ms in the indexes at 25k entries, so a slice holds it for about
+ * 5 ms; slices of 200 held it for 25-45 ms, once a minute in the soak, and that showed in its p99.
+ */
+const PURGE_SLICE = 32;
 /** Outcomes removed per transaction while a deletion is answered: most runs' all, with the tombstone. */
 const OUTCOME_SLICE = 5_000;
 
