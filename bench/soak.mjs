@@ -120,10 +120,15 @@ function floors(points, bucketS) {
   const t0 = points[0]?.[0] ?? 0;
   for (const [x, y] of points) {
     const b = Math.floor(((x - t0) * 3600) / bucketS);
-    const low = byBucket.get(b);
-    if (!low || y < low[1]) byBucket.set(b, [x, y]);
+    const bucket = byBucket.get(b) ?? { low: [x, y], samples: 0 };
+    if (y < bucket.low[1]) bucket.low = [x, y];
+    bucket.samples++;
+    byBucket.set(b, bucket);
   }
-  return [...byBucket.values()];
+  // A bucket with under half the samples of a full one (the last, cut short by the end of the soak) has no floor: its
+  // lowest sample is wherever the saw-tooth stood, and would tilt the line by itself.
+  const full = Math.max(...[...byBucket.values()].map((bucket) => bucket.samples));
+  return [...byBucket.values()].filter((bucket) => bucket.samples * 2 >= full).map((bucket) => bucket.low);
 }
 
 function summary(samples, totals, holds, stalledAt) {

@@ -50,7 +50,7 @@ export class EntryChanges {
     if (current === undefined) return undefined;
     const deleted = await this.#storage.transaction(() => this.#entries.deleteInTransaction(seq));
     if (deleted === undefined) return undefined;
-    this.#index.unindex(deleted.record.seq, deleted.termFreqs);
+    this.#index.unindex(deleted.record.seq, deleted.record.owner, deleted.termFreqs);
     for (const flagged of deleted.flagged) this.#index.catalog.replace(flagged);
     this.#events.publish({
       type: isKnowledge(deleted.record) ? "lesson.deleted" : "entry.deleted",

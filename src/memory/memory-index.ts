@@ -80,7 +80,7 @@ export class MemoryIndex {
       this.dense.remove(after.seq);
       this.dense.add(after.seq, reindex.vector);
       // The store dropped the entry's caller vectors with its old content.
-      this.spaces.remove(after.seq);
+      this.spaces.remove(after.seq, after.owner);
       this.dense.generation = this.#entries.vectorGeneration();
       this.dense.scheduleIndexing();
       this.dense.saveSoon();
@@ -88,9 +88,9 @@ export class MemoryIndex {
   }
 
   /** Forgets a committed deletion: nothing of the entry remains searchable. */
-  unindex(seq: number, termFreqs: ReadonlyMap<string, number>): void {
+  unindex(seq: number, owner: number, termFreqs: ReadonlyMap<string, number>): void {
     this.catalog.remove(seq);
-    this.forgetHidden(seq, termFreqs);
+    this.forgetHidden(seq, owner, termFreqs);
     this.dense.saveSoon();
   }
 
@@ -105,10 +105,10 @@ export class MemoryIndex {
   }
 
   /** The purge removed a hidden entry from LMDB: drop what the indexes still hold of it. */
-  forgetHidden(seq: number, termFreqs: ReadonlyMap<string, number>): void {
+  forgetHidden(seq: number, owner: number, termFreqs: ReadonlyMap<string, number>): void {
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);
-    this.spaces.remove(seq);
+    this.spaces.remove(seq, owner);
     this.dense.generation = this.#entries.vectorGeneration();
   }
 

@@ -162,7 +162,7 @@ export class RunDeletion {
       const seqs = this.#entries.tombstonedSeqs(owner, runId, maxSeq, PURGE_SLICE);
       if (seqs.length === 0) break;
       const deleted = await this.#storage.transaction(() => seqs.flatMap((seq) => this.#entries.deleteInTransaction(seq) ?? []));
-      for (const { record, termFreqs } of deleted) this.#index.forgetHidden(record.seq, termFreqs);
+      for (const { record, termFreqs } of deleted) this.#index.forgetHidden(record.seq, record.owner, termFreqs);
       removed += deleted.length;
     }
     const cleared = await this.#storage.transaction(() => this.#entries.clearTombstoneInTransaction(owner, runId, maxSeq));

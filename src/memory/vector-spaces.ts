@@ -61,9 +61,12 @@ export class VectorSpaces {
     this.#touched.clear();
   }
 
-  /** Forgets an entry's vectors in every space of its owner (it was deleted, or its content replaced). */
-  remove(seq: number): void {
-    const spaces = this.#byOwner.get(this.#catalog.ownerOf(seq));
+  /**
+   * Forgets an entry's vectors in every space of its owner (it was deleted, or its content replaced). The owner is
+   * given: a deleted entry has already left the catalog.
+   */
+  remove(seq: number, owner: number): void {
+    const spaces = this.#byOwner.get(owner);
     if (spaces === undefined) return;
     for (const { index } of spaces.values()) index.remove(seq);
   }

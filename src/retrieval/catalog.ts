@@ -2,6 +2,7 @@
 // LMDB. Derived data: loaded from the entries database at start-up and kept current by every write.
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
+import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
 
 const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
@@ -91,11 +92,43 @@ function lowerBound(list: readonly number[], value: number): number {
   return lo;
 }
 
-function grow<T extends Int32Array | Float64Array | Float32Array | Uint8Array>(array: T, size: number, make: (n: number) => T): T {
-  if (size <= array.length) return array;
-  const next = make(Math.max(size, array.length * 2));
-  next.set(array);
-  return next;
+/** The per-entry columns of 1,024 consecutive seqs (see seq-pages.ts). */
+interface ColumnsPage extends Page {
+  readonly owner: Int32Array;
+  readonly run: Int32Array;
+  readonly user: Int32Array;
+  readonly lane: Int32Array;
+  readonly type: Uint8Array;
+  readonly importance: Uint8Array;
+  readonly flags: Uint8Array;
+  readonly occurrence: Float64Array;
+  readonly created: Float64Array;
+  readonly termCount: Int32Array;
+  readonly author: Int32Array;
+  /** What outcomes taught, as one ranking weight (see learnedWeight). */
+  readonly learned: Float32Array;
+}
+
+const ROWS = PAGE_MASK + 1;
+/** Bytes of one page's columns. */
+const PAGE_BYTES = ROWS * (4 * 4 + 3 + 8 * 2 + 4 * 2 + 4);
+
+function columnsPage(): ColumnsPage {
+  return {
+    live: 0,
+    owner: new Int32Array(ROWS),
+    run: new Int32Array(ROWS),
+    user: new Int32Array(ROWS),
+    lane: new Int32Array(ROWS),
+    type: new Uint8Array(ROWS),
+    importance: new Uint8Array(ROWS),
+    flags: new Uint8Array(ROWS),
+    occurrence: new Float64Array(ROWS),
+    created: new Float64Array(ROWS),
+    termCount: new Int32Array(ROWS),
+    author: new Int32Array(ROWS),
+    learned: new Float32Array(ROWS),
+  };
 }
 
 /** A speaker label opening the content, as in "Caroline: I went to the support group." */
@@ -152,19 +185,8 @@ export interface CatalogObserver {
  * entries in a run) is kept per owner, so that one owner's writes never change what another owner's query computes.
  */
 export class Catalog {
-  #owner = new Int32Array(1024);
-  #run = new Int32Array(1024);
-  #user = new Int32Array(1024);
-  #lane = new Int32Array(1024);
-  #type = new Uint8Array(1024);
-  #importance = new Uint8Array(1024);
-  #flags = new Uint8Array(1024);
-  #occurrence = new Float64Array(1024);
-  #created = new Float64Array(1024);
-  #termCount = new Int32Array(1024);
-  #author = new Int32Array(1024);
-  /** What outcomes taught, as one ranking weight (see learnedWeight). */
-  #learned = new Float32Array(1024);
+  /** Per-entry columns by seq, in pages released when their last entry leaves. */
+  readonly #columns = new SeqPages(columnsPage);
   readonly #strings = new Interner();
   /** Lowercase author names: an entry's speaker label ("Name: …") or else its agent id. Ids only; who has which is below. */
   readonly #authors = new Interner();
@@ -191,10 +213,14 @@ export class Catalog {
     this.#observers.push(observer);
   }
 
-  /** Bytes allocated for the per-entry columns (spare capacity included): storage statistics. */
+  /** Bytes allocated for the per-entry columns (whole pages): storage statistics. */
   get memoryBytes(): number {
-    const columns = [this.#owner, this.#run, this.#user, this.#lane, this.#type, this.#importance, this.#flags, this.#occurrence, this.#created, this.#termCount, this.#author, this.#learned];
-    return columns.reduce((sum, column) => sum + column.byteLength, 0);
+    return this.#columns.allocated * PAGE_BYTES + this.#columns.slots * 8;
+  }
+
+  /** An entry's flags; 0 when it is absent. */
+  #flagsOf(seq: number): number {
+    return this.#columns.page(seq)?.flags[seq & PAGE_MASK] ?? 0;
   }
 
   /** Entries of every owner: storage statistics only, never a ranking input. */
@@ -215,39 +241,29 @@ export class Catalog {
 
   add(record: EntryRecord): void {
     const seq = record.seq;
-    const size = seq + 1;
-    this.#owner = grow(this.#owner, size, (n) => new Int32Array(n));
-    this.#run = grow(this.#run, size, (n) => new Int32Array(n));
-    this.#user = grow(this.#user, size, (n) => new Int32Array(n));
-    this.#lane = grow(this.#lane, size, (n) => new Int32Array(n));
-    this.#type = grow(this.#type, size, (n) => new Uint8Array(n));
-    this.#importance = grow(this.#importance, size, (n) => new Uint8Array(n));
-    this.#flags = grow(this.#flags, size, (n) => new Uint8Array(n));
-    this.#occurrence = grow(this.#occurrence, size, (n) => new Float64Array(n));
-    this.#created = grow(this.#created, size, (n) => new Float64Array(n));
-    this.#termCount = grow(this.#termCount, size, (n) => new Int32Array(n));
-    this.#author = grow(this.#author, size, (n) => new Int32Array(n));
-    this.#learned = grow(this.#learned, size, (n) => new Float32Array(n));
-    if ((this.#flags[seq] as number) & FLAG_PRESENT) return;
+    const page = this.#columns.pageFor(seq);
+    const row = seq & PAGE_MASK;
+    if ((page.flags[row] as number) & FLAG_PRESENT) return;
+    page.live++;
     const owner = record.owner;
-    this.#owner[seq] = owner;
-    this.#run[seq] = this.#strings.id(record.runId);
-    this.#user[seq] = this.#strings.id(record.userId);
-    this.#lane[seq] = this.#strings.id(record.lane);
-    this.#type[seq] = ENTRY_TYPES.indexOf(record.entryType);
-    this.#importance[seq] = Math.max(0, IMPORTANCE_LEVELS.indexOf(record.importance));
-    this.#occurrence[seq] = record.occurrenceTime || Math.floor(record.createdAt / 1000);
-    this.#created[seq] = record.createdAt;
-    this.#termCount[seq] = record.termCount;
+    page.owner[row] = owner;
+    page.run[row] = this.#strings.id(record.runId);
+    page.user[row] = this.#strings.id(record.userId);
+    page.lane[row] = this.#strings.id(record.lane);
+    page.type[row] = ENTRY_TYPES.indexOf(record.entryType);
+    page.importance[row] = Math.max(0, IMPORTANCE_LEVELS.indexOf(record.importance));
+    page.occurrence[row] = record.occurrenceTime || Math.floor(record.createdAt / 1000);
+    page.created[row] = record.createdAt;
+    page.termCount[row] = record.termCount;
     const author = this.#authors.id(authorOf(record));
-    this.#author[seq] = author;
+    page.author[row] = author;
     const knowledge = record.entryType === "rule" || record.entryType === "lesson";
     const learning = record.learning;
     const withheld = knowledge && (learning.promotionState === "quarantined" || record.validationStatus === "invalidated");
     const auditioning = knowledge && !withheld && learning.promotionState === "auditioning" && record.lessonScope !== "global";
     const globalLesson = knowledge && !withheld && (record.lessonScope === "global" || auditioning);
-    this.#learned[seq] = learnedWeight(record.confidence, learning.reinforcementCount, learning.verifiedInProduction);
-    this.#flags[seq] =
+    page.learned[row] = learnedWeight(record.confidence, learning.reinforcementCount, learning.verifiedInProduction);
+    page.flags[row] =
       FLAG_PRESENT |
       (isStaleRecord(record) ? FLAG_STALE : 0) |
       (globalLesson ? FLAG_GLOBAL_LESSON : 0) |
@@ -280,8 +296,8 @@ export class Catalog {
   }
 
   /**
-   * Forgets an entry (a delete): it leaves every scope, list and per-owner statistic. Its columns keep their
-   * values (`ownerOf` still answers) but nothing reads them while the entry is absent. Absent seqs are ignored.
+   * Forgets an entry (a delete): it leaves every scope, list and per-owner statistic, and its columns are no longer
+   * read (their page is released with its last entry, so `ownerOf` answers 0). Absent seqs are ignored.
    */
   remove(seq: number): void {
     const removed = this.#detach(seq);
@@ -338,15 +354,20 @@ export class Catalog {
 
   /** Clears an entry's presence and takes it out of every per-owner statistic; the caller fixes its lists. */
   #detach(seq: number): { owner: number; runId: string; knowledge: boolean; globalLesson: boolean } | undefined {
-    if (!this.has(seq)) return undefined;
-    const flags = this.#flags[seq] as number;
-    const owner = this.#owner[seq] as number;
-    const runId = this.#strings.value(this.#run[seq] as number);
+    const page = this.#columns.page(seq);
+    const row = seq & PAGE_MASK;
+    if (page === undefined || ((page.flags[row] as number) & FLAG_PRESENT) === 0) return undefined;
+    const flags = page.flags[row] as number;
+    const owner = page.owner[row] as number;
+    const runId = this.#strings.value(page.run[row] as number);
     const type = this.entryType(seq);
-    this.#flags[seq] = 0;
+    const author = page.author[row] as number;
+    const termCount = page.termCount[row] as number;
+    page.flags[row] = 0;
+    this.#columns.emptied(seq);
     const authors = this.#authorCounts.get(owner);
     if (authors !== undefined) {
-      decrement(authors, this.#author[seq] as number);
+      decrement(authors, author);
       if (authors.size === 0) this.#authorCounts.delete(owner);
     }
     const runOwners = this.#runOwners.get(runId);
@@ -357,7 +378,7 @@ export class Catalog {
     const documents = this.#documents.get(owner);
     if (documents !== undefined) {
       documents.count--;
-      documents.terms -= this.#termCount[seq] as number;
+      documents.terms -= termCount;
       if (documents.count === 0) this.#documents.delete(owner);
     }
     this.#count--;
@@ -366,62 +387,63 @@ export class Catalog {
   }
 
   markStale(seq: number): void {
-    if (seq < this.#flags.length) this.#flags[seq] = (this.#flags[seq] as number) | FLAG_STALE;
+    const page = this.#columns.page(seq);
+    if (page !== undefined) page.flags[seq & PAGE_MASK] = (page.flags[seq & PAGE_MASK] as number) | FLAG_STALE;
   }
 
   has(seq: number): boolean {
-    return seq < this.#flags.length && ((this.#flags[seq] as number) & FLAG_PRESENT) !== 0;
+    return (this.#flagsOf(seq) & FLAG_PRESENT) !== 0;
   }
 
   isStale(seq: number): boolean {
-    return ((this.#flags[seq] as number) & FLAG_STALE) !== 0;
+    return (this.#flagsOf(seq) & FLAG_STALE) !== 0;
   }
 
   isGlobalLesson(seq: number): boolean {
-    return ((this.#flags[seq] as number) & FLAG_GLOBAL_LESSON) !== 0;
+    return (this.#flagsOf(seq) & FLAG_GLOBAL_LESSON) !== 0;
   }
 
   /** A quarantined or invalidated lesson or rule: never guidance. */
   isWithheld(seq: number): boolean {
-    return ((this.#flags[seq] as number) & FLAG_WITHHELD) !== 0;
+    return (this.#flagsOf(seq) & FLAG_WITHHELD) !== 0;
   }
 
   isAuditioning(seq: number): boolean {
-    return ((this.#flags[seq] as number) & FLAG_AUDITIONING) !== 0;
+    return (this.#flagsOf(seq) & FLAG_AUDITIONING) !== 0;
   }
 
   isValidated(seq: number): boolean {
-    return ((this.#flags[seq] as number) & FLAG_VALIDATED) !== 0;
+    return (this.#flagsOf(seq) & FLAG_VALIDATED) !== 0;
   }
 
   /** Ranking weight from outcomes (see learnedWeight). */
   learnedWeight(seq: number): number {
-    return this.#learned[seq] as number;
+    return this.#columns.page(seq)?.learned[seq & PAGE_MASK] ?? 0;
   }
 
   /** The run an entry was written in. */
   runOf(seq: number): string {
-    return this.#strings.value(this.#run[seq] as number);
+    return this.#strings.value(this.#columns.page(seq)?.run[seq & PAGE_MASK] ?? 0);
   }
 
   entryType(seq: number): EntryType {
-    return ENTRY_TYPES[this.#type[seq] as number] as EntryType;
+    return ENTRY_TYPES[this.#columns.page(seq)?.type[seq & PAGE_MASK] ?? 0] as EntryType;
   }
 
   importanceLevel(seq: number): number {
-    return this.#importance[seq] as number;
+    return this.#columns.page(seq)?.importance[seq & PAGE_MASK] ?? 0;
   }
 
   occurrence(seq: number): number {
-    return this.#occurrence[seq] as number;
+    return this.#columns.page(seq)?.occurrence[seq & PAGE_MASK] ?? 0;
   }
 
   createdAt(seq: number): number {
-    return this.#created[seq] as number;
+    return this.#columns.page(seq)?.created[seq & PAGE_MASK] ?? 0;
   }
 
   termCount(seq: number): number {
-    return this.#termCount[seq] as number;
+    return this.#columns.page(seq)?.termCount[seq & PAGE_MASK] ?? 0;
   }
 
   /** The author id of a lowercase name, when some entry of `owner` has that author (other owners' never count). */
@@ -432,16 +454,16 @@ export class Catalog {
   }
 
   authorOf(seq: number): number {
-    return this.#author[seq] as number;
+    return this.#columns.page(seq)?.author[seq & PAGE_MASK] ?? 0;
   }
 
   ownerOf(seq: number): number {
-    return this.#owner[seq] as number;
+    return this.#columns.page(seq)?.owner[seq & PAGE_MASK] ?? 0;
   }
 
   /** The owner of a present entry; undefined for absent ones (never written, deleted or hidden). */
   presentOwnerOf(seq: number): number | undefined {
-    return this.has(seq) ? (this.#owner[seq] as number) : undefined;
+    return this.has(seq) ? this.ownerOf(seq) : undefined;
   }
 
   /** Owners with entries in a run, ascending: the owners an admin's read of the run spans. */
@@ -484,22 +506,28 @@ export class Catalog {
       // The common case, kept to a few typed-array reads: one owner's run.
       const { owner, run } = only;
       return (seq) => {
-        const flags = this.#flags[seq] as number;
+        const page = this.#columns.page(seq);
+        if (page === undefined) return false;
+        const row = seq & PAGE_MASK;
+        const flags = page.flags[row] as number;
         if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT) return false;
-        const entryOwner = this.#owner[seq] as number;
-        if (entryOwner === owner && this.#run[seq] === run) return true;
+        const entryOwner = page.owner[row] as number;
+        if (entryOwner === owner && page.run[row] === run) return true;
         return globalLessonOwner !== undefined && entryOwner === globalLessonOwner && (flags & FLAG_GLOBAL_LESSON) !== 0;
       };
     }
     return (seq) => {
-      const flags = this.#flags[seq] as number;
+      const page = this.#columns.page(seq);
+      if (page === undefined) return false;
+      const row = seq & PAGE_MASK;
+      const flags = page.flags[row] as number;
       if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT) return false;
-      const entryOwner = this.#owner[seq] as number;
+      const entryOwner = page.owner[row] as number;
       if (globalLessonOwner !== undefined && (flags & FLAG_GLOBAL_LESSON) !== 0 && entryOwner === globalLessonOwner) return true;
-      const run = this.#run[seq] as number;
+      const run = page.run[row] as number;
       for (const scope of resolved) {
         if (scope.run !== run || (scope.owner !== undefined && scope.owner !== entryOwner)) continue;
-        if (scope.lanes === undefined || scope.lanes.has(this.#lane[seq] as number)) return true;
+        if (scope.lanes === undefined || scope.lanes.has(page.lane[row] as number)) return true;
       }
       return false;
     };
@@ -507,7 +535,7 @@ export class Catalog {
 
   /** A predicate applying the filters; built once per query so the hot loop only reads typed arrays. */
   matcher(filter: EntryFilter): (seq: number) => boolean {
-    if (isUnfiltered(filter)) return (seq) => ((this.#flags[seq] as number) & FLAG_PRESENT) !== 0;
+    if (isUnfiltered(filter)) return (seq) => (this.#flagsOf(seq) & FLAG_PRESENT) !== 0;
     const types = filter.entryTypes === undefined ? undefined : new Set([...filter.entryTypes].map((t) => ENTRY_TYPES.indexOf(t)));
     const noUser = this.#strings.id("");
     const user = filter.userId === undefined ? undefined : (this.#strings.lookup(filter.userId) ?? -1);
@@ -516,17 +544,19 @@ export class Catalog {
     const min = filter.minTimestamp ?? -Infinity;
     const max = filter.maxTimestamp ?? Infinity;
     return (seq) => {
-      if (((this.#flags[seq] as number) & FLAG_PRESENT) === 0) return false;
-      if (types !== undefined && !types.has(this.#type[seq] as number)) return false;
+      const page = this.#columns.page(seq);
+      const row = seq & PAGE_MASK;
+      if (page === undefined || ((page.flags[row] as number) & FLAG_PRESENT) === 0) return false;
+      if (types !== undefined && !types.has(page.type[row] as number)) return false;
       if (user !== undefined) {
-        const u = this.#user[seq] as number;
+        const u = page.user[row] as number;
         if (u !== noUser && u !== user) return false;
       }
       if (lane !== undefined) {
-        const l = this.#lane[seq] as number;
+        const l = page.lane[row] as number;
         if (l !== noLane && l !== lane) return false;
       }
-      const when = this.#occurrence[seq] as number;
+      const when = page.occurrence[row] as number;
       return when >= min && when <= max;
     };
   }

@@ -1,6 +1,7 @@
 // BM25 over the postings kept in LMDB, held in memory after the start-up prewarm and updated on every write.
 // Postings are kept per owner, so one owner's documents never change another's document frequencies, common-term
 // cut-offs or the lists a query walks.
+import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
 import { TopK, type ScoredSeq } from "./top-k.js";
 
 /** BM25 parameters: memory entries are short, so length normalisation is kept low (see RETRIEVAL.md). */
@@ -44,14 +45,23 @@ export interface DocumentStatistics {
 /** The owner of an entry being indexed; undefined when the entry is not (or no longer) present. */
 export type OwnerOf = (seq: number) => number | undefined;
 
+/** Per-entry state of 1,024 consecutive seqs (see seq-pages.ts): a page lives while one of them has postings. */
+interface EntriesPage extends Page {
+  /** 1 + the owner an entry's postings are filed under; 0 when none are held. Removal reads it, not `ownerOf`. */
+  readonly filedUnder: Int32Array;
+  /** Scores accumulated during one query; zeroed again before the query returns. */
+  readonly scratch: Float64Array;
+}
+
+const ROWS = PAGE_MASK + 1;
+const entriesPage = (): EntriesPage => ({ live: 0, filedUnder: new Int32Array(ROWS), scratch: new Float64Array(ROWS) });
+
 export class SparseIndex {
   /** owner → term → postings of the owner's entries. */
   readonly #postings = new Map<number, Map<string, PostingList>>();
   readonly #ownerOf: OwnerOf;
-  /** seq → 1 + the owner its postings are filed under; 0 when none are held. Removal reads it, not `#ownerOf`. */
-  #filedUnder = new Int32Array(1024);
-  /** Scores accumulated per seq during one query; reused so queries allocate little. */
-  #scratch = new Float64Array(1024);
+  /** Which owner each entry is filed under, and the query scratch, in pages released with their last entry. */
+  readonly #entries = new SeqPages(entriesPage);
   #postingCount = 0;
 
   /** `ownerOf` files new postings under their entry's owner; without it every entry is owner 0's (tests, tools). */
@@ -66,7 +76,7 @@ export class SparseIndex {
 
   /** Bytes allocated for the posting lists (their typed arrays, spare capacity included). */
   get memoryBytes(): number {
-    let bytes = this.#filedUnder.byteLength;
+    let bytes = this.#entries.allocated * ROWS * (4 + 8) + this.#entries.slots * 8;
     for (const terms of this.#postings.values()) for (const list of terms.values()) bytes += list.byteLength;
     return bytes;
   }
@@ -83,11 +93,13 @@ export class SparseIndex {
    * owner's document frequencies. Entries never indexed are ignored.
    */
   remove(seq: number, termFreqs: ReadonlyMap<string, number>): void {
-    const filed = seq < this.#filedUnder.length ? (this.#filedUnder[seq] as number) : 0;
-    if (filed === 0) return;
+    const page = this.#entries.page(seq);
+    const filed = page === undefined ? 0 : (page.filedUnder[seq & PAGE_MASK] as number);
+    if (page === undefined || filed === 0) return;
     const owner = filed - 1;
     const terms = this.#postings.get(owner);
-    this.#filedUnder[seq] = 0;
+    page.filedUnder[seq & PAGE_MASK] = 0;
+    this.#entries.emptied(seq);
     if (terms === undefined) return;
     for (const term of termFreqs.keys()) {
       const list = terms.get(term);
@@ -105,15 +117,14 @@ export class SparseIndex {
 
   /** The postings map of an entry's owner, filing the entry under it; undefined when the owner is unknown. */
   #termsOfEntry(seq: number): Map<string, PostingList> | undefined {
-    if (seq >= this.#filedUnder.length) {
-      const next = new Int32Array(Math.max(seq + 1, this.#filedUnder.length * 2));
-      next.set(this.#filedUnder);
-      this.#filedUnder = next;
-    }
-    const filed = this.#filedUnder[seq] as number;
+    const filed = this.#entries.page(seq)?.filedUnder[seq & PAGE_MASK] ?? 0;
     const owner = filed > 0 ? filed - 1 : this.#ownerOf(seq);
     if (owner === undefined) return undefined;
-    this.#filedUnder[seq] = owner + 1;
+    if (filed === 0) {
+      const page = this.#entries.pageFor(seq);
+      page.filedUnder[seq & PAGE_MASK] = owner + 1;
+      page.live++;
+    }
     let terms = this.#postings.get(owner);
     if (terms === undefined) this.#postings.set(owner, (terms = new Map()));
     return terms;
@@ -179,42 +190,43 @@ export class SparseIndex {
       const idf = Math.log(1 + (docCount - length + 0.5) / (length + 0.5));
       if (length > commonDf && touched.length > 0 && touched.length * 4 < length) {
         for (const seq of touched) {
-          if ((this.#scratch[seq] as number) <= 0) continue;
+          const scratch = (this.#entries.page(seq) as EntriesPage).scratch;
+          const row = seq & PAGE_MASK;
+          if ((scratch[row] as number) <= 0) continue;
           const i = indexOf(list, seq);
-          if (i >= 0) this.#scratch[seq] = (this.#scratch[seq] as number) + bm25(list, i, seq, weight, idf);
+          if (i >= 0) scratch[row] = (scratch[row] as number) + bm25(list, i, seq, weight, idf);
         }
         continue;
       }
       for (let i = 0; i < length; i++) {
         const seq = seqAt(list, i);
-        if (seq >= this.#scratch.length) this.#growScratch(seq + 1);
-        const current = this.#scratch[seq] as number;
+        // Every seq in a list is filed, so its page is there; a missing one is skipped rather than trusted.
+        const scratch = this.#entries.page(seq)?.scratch;
+        if (scratch === undefined) continue;
+        const row = seq & PAGE_MASK;
+        const current = scratch[row] as number;
         if (current < 0) continue;
         if (current === 0) {
           touched.push(seq);
           if (!accept(seq)) {
             // Remember the refusal for this query so later terms skip the check.
-            this.#scratch[seq] = -1;
+            scratch[row] = -1;
             continue;
           }
         }
-        this.#scratch[seq] = current + bm25(list, i, seq, weight, idf);
+        scratch[row] = current + bm25(list, i, seq, weight, idf);
       }
     }
     // Keep the best k in a min-heap rather than sorting every touched entry.
     const heap = new TopK(k);
     for (const seq of touched) {
-      const score = this.#scratch[seq] as number;
+      const scratch = (this.#entries.page(seq) as EntriesPage).scratch;
+      const row = seq & PAGE_MASK;
+      const score = scratch[row] as number;
       if (score > 0) heap.offer(seq, score);
-      this.#scratch[seq] = 0;
+      scratch[row] = 0;
     }
     return heap.sorted();
-  }
-
-  #growScratch(size: number): void {
-    const next = new Float64Array(Math.max(size, this.#scratch.length * 2));
-    next.set(this.#scratch);
-    this.#scratch = next;
   }
 }
 
