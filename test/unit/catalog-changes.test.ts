@@ -2,27 +2,8 @@
 // authors, run owners) stay exactly what a fresh catalog of the surviving records would hold.
 import { describe, expect, it } from "vitest";
 import { Catalog } from "../../src/retrieval/catalog.js";
-import { ENTRY_RECORD_VERSION, entryIdOf, initialLearning, newEntry, type EntryRecord, type NewEntry } from "../../src/storage/entry-store.js";
-
-function record(seq: number, fields: Pick<NewEntry, "owner" | "runId" | "content"> & Partial<EntryRecord>): EntryRecord {
-  return {
-    ...newEntry({ entryType: "fact", occurrenceTime: 1_700_000_000 + seq, ...fields }),
-    v: ENTRY_RECORD_VERSION,
-    seq,
-    id: entryIdOf(seq),
-    createdAt: 1_700_000_000_000,
-    updatedAt: 1_700_000_000_000,
-    supersededBy: "",
-    stale: false,
-    referenceId: "",
-    validationStatus: "",
-    lineageReview: "",
-    audit: [],
-    learning: initialLearning(1, fields.runId),
-    termCount: fields.content.split(" ").length,
-    ...fields,
-  };
-}
+import type { EntryRecord } from "../../src/storage/entry-store.js";
+import { entryRecord as record } from "./entry-records.js";
 
 /** Everything observable about a catalog's view of some owners and runs. */
 function snapshot(catalog: Catalog, owners: number[], runs: string[]): unknown {

@@ -5,26 +5,11 @@ import { describe, expect, it } from "vitest";
 import { Catalog } from "../../src/retrieval/catalog.js";
 import { SeqPages } from "../../src/retrieval/seq-pages.js";
 import { SparseIndex } from "../../src/retrieval/sparse-index.js";
-import { ENTRY_RECORD_VERSION, entryIdOf, initialLearning, newEntry, type EntryRecord } from "../../src/storage/entry-store.js";
+import type { EntryRecord } from "../../src/storage/entry-store.js";
+import { entryRecord } from "./entry-records.js";
 
-function record(seq: number, owner: number, runId: string, content: string): EntryRecord {
-  return {
-    ...newEntry({ entryType: "fact", occurrenceTime: 1_700_000_000 + seq, owner, runId, content }),
-    v: ENTRY_RECORD_VERSION,
-    seq,
-    id: entryIdOf(seq),
-    createdAt: 1_700_000_000_000 + seq,
-    updatedAt: 1_700_000_000_000,
-    supersededBy: "",
-    stale: false,
-    referenceId: "",
-    validationStatus: "",
-    lineageReview: "",
-    audit: [],
-    learning: initialLearning(1, runId),
-    termCount: content.split(" ").length,
-  };
-}
+/** A fact whose creation time follows its seq. */
+const record = (seq: number, owner: number, runId: string, content: string): EntryRecord => entryRecord(seq, { owner, runId, content, createdAt: 1_700_000_000_000 + seq });
 
 const freqs = (text: string): Map<string, number> => new Map(text.split(" ").map((word) => [word, 1]));
 
