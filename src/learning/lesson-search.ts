@@ -24,7 +24,7 @@ export async function searchLessons(index: MemoryIndex, owner: number, text: str
   if (lessons.length === 0 || text.trim() === "") return [];
   const admit = (seq: number): boolean => catalog.has(seq) && !catalog.isWithheld(seq) && catalog.ownerOf(seq) === owner && accept(seq);
   const documents = catalog.documentStats(owner);
-  const stats = { docCount: documents.count, avgLength: documents.averageTermCount, lengthOf: (seq: number) => catalog.termCount(seq) };
+  const stats = { docCount: documents.count, avgLength: documents.averageTermCount };
   const depth = Math.max(k * 4, 40);
   const lexical = index.sparse.search(owner, weightedTerms(text), admit, depth, stats);
   const [vector] = await index.embedder.embed([text]);

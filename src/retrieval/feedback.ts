@@ -43,13 +43,3 @@ export function rm3Expansion(top: readonly SparseHit[], queryTerms: readonly Wei
   const scale = (queryMass * source.weight) / (1 - source.weight) / mass;
   return chosen.map(([term, w]) => ({ term, weight: w * scale }));
 }
-
-/** Sums the scores of two result lists (the first pass and the expansion's) and keeps the best k. */
-export function addScores(a: readonly SparseHit[], b: readonly SparseHit[], k: number): SparseHit[] {
-  const sums = new Map<number, number>();
-  for (const { seq, score } of [...a, ...b]) sums.set(seq, (sums.get(seq) ?? 0) + score);
-  return [...sums]
-    .map(([seq, score]) => ({ seq, score }))
-    .sort((x, y) => y.score - x.score || y.seq - x.seq)
-    .slice(0, k);
-}

@@ -9,20 +9,23 @@ export const BM25_K1 = 0.9;
 export const BM25_B = 0.3;
 
 /**
- * A posting list in one typed array: `[length, seq0, tf0, seq1, tf1, …]`, seqs ascending, with spare capacity at the
- * end. One array per list keeps the many short lists of many small owners cheap.
+ * A posting list in one typed array: `[length, maxTf, seq0, tf0, seq1, tf1, …]`, seqs ascending, with spare capacity
+ * at the end. `maxTf` bounds the list's frequencies (a removal does not lower it), so a query knows the most the list
+ * can add to any entry's score. One array per list keeps the many short lists of many small owners cheap.
  */
 type PostingList = Int32Array;
 
+const HEADER = 2;
 const lengthOf = (list: PostingList): number => list[0] as number;
-const seqAt = (list: PostingList, i: number): number => list[1 + 2 * i] as number;
-const tfAt = (list: PostingList, i: number): number => list[2 + 2 * i] as number;
+const maxTfOf = (list: PostingList): number => list[1] as number;
+const seqAt = (list: PostingList, i: number): number => list[HEADER + 2 * i] as number;
+const tfAt = (list: PostingList, i: number): number => list[HEADER + 1 + 2 * i] as number;
 
 /**
  * A term in more than this share of an owner's entries (and at least COMMON_TERM_MIN of them) only adds to entries
  * that rarer query terms already found, instead of walking its long posting list: it ranks, it does not recall.
  */
-const COMMON_TERM_SHARE = 0.02;
+export const COMMON_TERM_SHARE = 0.02;
 const COMMON_TERM_MIN = 2000;
 
 export type SparseHit = ScoredSeq;
@@ -38,8 +41,6 @@ export interface DocumentStatistics {
   readonly docCount: number;
   /** Their mean term count. */
   readonly avgLength: number;
-  /** An entry's term count. */
-  readonly lengthOf: (seq: number) => number;
 }
 
 /** The owner of an entry being indexed; undefined when the entry is not (or no longer) present. */
@@ -49,18 +50,21 @@ export type OwnerOf = (seq: number) => number | undefined;
 interface EntriesPage extends Page {
   /** 1 + the owner an entry's postings are filed under; 0 when none are held. Removal reads it, not `ownerOf`. */
   readonly filedUnder: Int32Array;
-  /** Scores accumulated during one query; zeroed again before the query returns. */
-  readonly scratch: Float64Array;
+  /**
+   * Two numbers per entry, side by side so that a posting's scoring reads one cache line: the score accumulated
+   * during one query (zeroed again before the query returns), then the entry's term count (BM25's length).
+   */
+  readonly rows: Float64Array;
 }
 
 const ROWS = PAGE_MASK + 1;
-const entriesPage = (): EntriesPage => ({ live: 0, filedUnder: new Int32Array(ROWS), scratch: new Float64Array(ROWS) });
+const entriesPage = (): EntriesPage => ({ live: 0, filedUnder: new Int32Array(ROWS), rows: new Float64Array(2 * ROWS) });
 
 export class SparseIndex {
   /** owner → term → postings of the owner's entries. */
   readonly #postings = new Map<number, Map<string, PostingList>>();
   readonly #ownerOf: OwnerOf;
-  /** Which owner each entry is filed under, and the query scratch, in pages released with their last entry. */
+  /** Which owner each entry is filed under, its length and the query's scores, in pages released with their last entry. */
   readonly #entries = new SeqPages(entriesPage);
   #postingCount = 0;
 
@@ -76,7 +80,7 @@ export class SparseIndex {
 
   /** Bytes allocated for the posting lists (their typed arrays, spare capacity included). */
   get memoryBytes(): number {
-    let bytes = this.#entries.allocated * ROWS * (4 + 8) + this.#entries.slots * 8;
+    let bytes = this.#entries.allocated * ROWS * (4 + 16) + this.#entries.slots * 8;
     for (const terms of this.#postings.values()) for (const list of terms.values()) bytes += list.byteLength;
     return bytes;
   }
@@ -85,7 +89,12 @@ export class SparseIndex {
   add(seq: number, termFreqs: ReadonlyMap<string, number>): void {
     const terms = this.#termsOfEntry(seq);
     if (terms === undefined) return;
-    for (const [term, tf] of termFreqs) this.#addPosting(terms, term, seq, tf);
+    let length = 0;
+    for (const [term, tf] of termFreqs) {
+      this.#addPosting(terms, term, seq, tf);
+      length += tf;
+    }
+    (this.#entries.page(seq) as EntriesPage).rows[2 * (seq & PAGE_MASK) + 1] = length;
   }
 
   /**
@@ -107,7 +116,7 @@ export class SparseIndex {
       const length = lengthOf(list);
       const i = indexOf(list, seq);
       if (i < 0) continue;
-      list.copyWithin(1 + 2 * i, 3 + 2 * i, 1 + 2 * length);
+      list.copyWithin(HEADER + 2 * i, HEADER + 2 + 2 * i, HEADER + 2 * length);
       list[0] = length - 1;
       this.#postingCount--;
       if (length === 1) terms.delete(term);
@@ -133,9 +142,10 @@ export class SparseIndex {
   #addPosting(terms: Map<string, PostingList>, term: string, seq: number, tf: number): void {
     let list = terms.get(term);
     if (list === undefined) {
-      list = new Int32Array(3);
+      list = new Int32Array(HEADER + 2);
       terms.set(term, list);
     }
+    if (tf > maxTfOf(list)) list[1] = tf;
     const length = lengthOf(list);
     // Entries arrive in write order, so appending is the rule; an update re-adds an older seq, and the start-up
     // prewarm may meet postings a write already added.
@@ -143,18 +153,18 @@ export class SparseIndex {
     if (length > 0 && seqAt(list, length - 1) >= seq) {
       at = lowerBound(list, seq);
       if (at < length && seqAt(list, at) === seq) {
-        list[2 + 2 * at] = tf;
+        list[HEADER + 1 + 2 * at] = tf;
         return;
       }
     }
-    if (1 + 2 * (length + 1) > list.length) {
-      const grown = new Int32Array(1 + 2 * Math.max(2, length * 2));
+    if (HEADER + 2 * (length + 1) > list.length) {
+      const grown = new Int32Array(HEADER + 2 * Math.max(2, length * 2));
       grown.set(list);
       terms.set(term, (list = grown));
     }
-    if (at < length) list.copyWithin(3 + 2 * at, 1 + 2 * at, 1 + 2 * length);
-    list[1 + 2 * at] = seq;
-    list[2 + 2 * at] = tf;
+    if (at < length) list.copyWithin(HEADER + 2 + 2 * at, HEADER + 2 * at, HEADER + 2 * length);
+    list[HEADER + 2 * at] = seq;
+    list[HEADER + 1 + 2 * at] = tf;
     list[0] = length + 1;
     this.#postingCount++;
   }
@@ -170,64 +180,150 @@ export class SparseIndex {
    * the owner's posting lists are walked, so other owners' entries cost nothing and change nothing.
    */
   search(owner: number, terms: readonly WeightedTerm[], accept: (seq: number) => boolean, k: number, stats: DocumentStatistics): SparseHit[] {
+    return this.searchFrom(owner, [], terms, accept, k, stats);
+  }
+
+  /**
+   * The top `k` of `prior` (an earlier pass's hits of the same owner, best first, each admitted) with the BM25 scores
+   * of `terms` added, and of the other entries `accept` admits scored by `terms` alone.
+   *
+   * Before walking a list, the bounds of it and of the lists after it (each list's most it can add to one entry)
+   * are compared with the k-th best score found so far: when they cannot reach it, no entry found later could enter
+   * the top k, so the remaining lists only add to the entries already found (MaxScore). The result is the same as
+   * walking every list in full.
+   */
+  searchFrom(owner: number, prior: readonly SparseHit[], terms: readonly WeightedTerm[], accept: (seq: number) => boolean, k: number, stats: DocumentStatistics): SparseHit[] {
     const postings = this.#postings.get(owner);
-    if (postings === undefined) return [];
     const touched: number[] = [];
-    const { docCount, lengthOf: entryLength } = stats;
-    const avg = stats.avgLength || 1;
-    const commonDf = Math.max(COMMON_TERM_MIN, COMMON_TERM_SHARE * docCount);
-    const lists = terms
-      .map(({ term, weight }) => ({ list: postings.get(term), weight }))
-      .filter((t): t is { list: PostingList; weight: number } => t.list !== undefined)
-      .sort((a, b) => lengthOf(a.list) - lengthOf(b.list));
-    const bm25 = (list: PostingList, i: number, seq: number, weight: number, idf: number): number => {
-      const tf = tfAt(list, i);
-      const norm = tf + BM25_K1 * (1 - BM25_B + (BM25_B * entryLength(seq)) / avg);
-      return weight * idf * ((tf * (BM25_K1 + 1)) / norm);
-    };
-    for (const { list, weight } of lists) {
-      const length = lengthOf(list);
-      const idf = Math.log(1 + (docCount - length + 0.5) / (length + 0.5));
-      if (length > commonDf && touched.length > 0 && touched.length * 4 < length) {
-        for (const seq of touched) {
-          const scratch = (this.#entries.page(seq) as EntriesPage).scratch;
-          const row = seq & PAGE_MASK;
-          if ((scratch[row] as number) <= 0) continue;
-          const i = indexOf(list, seq);
-          if (i >= 0) scratch[row] = (scratch[row] as number) + bm25(list, i, seq, weight, idf);
-        }
-        continue;
-      }
-      for (let i = 0; i < length; i++) {
-        const seq = seqAt(list, i);
-        // Every seq in a list is filed, so its page is there; a missing one is skipped rather than trusted.
-        const scratch = this.#entries.page(seq)?.scratch;
-        if (scratch === undefined) continue;
-        const row = seq & PAGE_MASK;
-        const current = scratch[row] as number;
-        if (current < 0) continue;
-        if (current === 0) {
-          touched.push(seq);
-          if (!accept(seq)) {
-            // Remember the refusal for this query so later terms skip the check.
-            scratch[row] = -1;
-            continue;
-          }
-        }
-        scratch[row] = current + bm25(list, i, seq, weight, idf);
-      }
+    for (const { seq, score } of prior) {
+      const rows = this.#entries.page(seq)?.rows;
+      if (rows === undefined) continue;
+      rows[2 * (seq & PAGE_MASK)] = score;
+      touched.push(seq);
     }
+    const { docCount } = stats;
+    const commonDf = Math.max(COMMON_TERM_MIN, COMMON_TERM_SHARE * docCount);
+    const scorer = bm25Scorer(stats);
+    const lists = terms
+      .map(({ term, weight }) => ({ list: postings?.get(term), weight }))
+      .filter((t): t is { list: PostingList; weight: number } => t.list !== undefined)
+      .sort((a, b) => lengthOf(a.list) - lengthOf(b.list))
+      .map(({ list, weight }) => {
+        const length = lengthOf(list);
+        const idf = Math.log(1 + (docCount - length + 0.5) / (length + 0.5));
+        return { list, weight: weight * idf, bound: Math.max(0, weight * idf * scorer.tfBound(maxTfOf(list))) };
+      });
+    // What the lists from each one on can add to one entry, at most.
+    const reach = new Float64Array(lists.length + 1);
+    for (let j = lists.length - 1; j >= 0; j--) reach[j] = (reach[j + 1] as number) + (lists[j] as { bound: number }).bound;
+    let threshold = prior.length >= k && k > 0 ? (prior[k - 1] as SparseHit).score : 0;
+    let thresholdOf = touched.length;
+    // The entries found that can still reach the top k; once no new entry can, the rest only add to these.
+    let contenders: readonly number[] = touched;
+    lists.forEach(({ list, weight }, j) => {
+      const length = lengthOf(list);
+      const canReach = (): boolean => (reach[j] as number) >= threshold;
+      // Raising the bar costs a pass over the entries found: worth it only before a list at least that long.
+      if (canReach() && touched.length > thresholdOf && touched.length >= k && length * 4 >= touched.length) {
+        threshold = Math.max(threshold, this.#kthBest(touched, k));
+        thresholdOf = touched.length;
+      }
+      if (!canReach()) {
+        // An entry whose score with every remaining list's bound stays under the bar is out for good.
+        contenders = contenders.filter((seq) => {
+          const score = (this.#entries.page(seq) as EntriesPage).rows[2 * (seq & PAGE_MASK)] as number;
+          return score > 0 && score + (reach[j] as number) >= threshold;
+        });
+        this.#addToFound(list, contenders, weight, scorer);
+        return;
+      }
+      // A very common term ranks the entries rarer terms found rather than recalling its own (not exact: a heuristic).
+      const common = length > commonDf && touched.length > 0 && touched.length * 4 < length;
+      if (common) this.#addToFound(list, touched, weight, scorer);
+      else this.#walk(list, touched, weight, scorer, accept);
+    });
     // Keep the best k in a min-heap rather than sorting every touched entry.
     const heap = new TopK(k);
     for (const seq of touched) {
-      const scratch = (this.#entries.page(seq) as EntriesPage).scratch;
-      const row = seq & PAGE_MASK;
-      const score = scratch[row] as number;
+      const rows = (this.#entries.page(seq) as EntriesPage).rows;
+      const row = 2 * (seq & PAGE_MASK);
+      const score = rows[row] as number;
       if (score > 0) heap.offer(seq, score);
-      scratch[row] = 0;
+      rows[row] = 0;
     }
     return heap.sorted();
   }
+
+  /** Adds a list's scores to every entry it holds, admitting the new ones `accept` takes. */
+  #walk(list: PostingList, touched: number[], weight: number, scorer: Bm25Scorer, accept: (seq: number) => boolean): void {
+    const length = lengthOf(list);
+    for (let i = 0; i < length; i++) {
+      const seq = seqAt(list, i);
+      // Every seq in a list is filed, so its page is there; a missing one is skipped rather than trusted.
+      const rows = this.#entries.page(seq)?.rows;
+      if (rows === undefined) continue;
+      const row = 2 * (seq & PAGE_MASK);
+      const current = rows[row] as number;
+      if (current < 0) continue;
+      if (current === 0) {
+        touched.push(seq);
+        if (!accept(seq)) {
+          // Remember the refusal for this query so later terms skip the check.
+          rows[row] = -1;
+          continue;
+        }
+      }
+      rows[row] = current + weight * scorer.tfPart(tfAt(list, i), rows[row + 1] as number);
+    }
+  }
+
+  /** Adds a list's scores to the entries already found (and admitted) only. */
+  #addToFound(list: PostingList, touched: readonly number[], weight: number, scorer: Bm25Scorer): void {
+    const length = lengthOf(list);
+    if (touched.length * 4 < length) {
+      for (const seq of touched) {
+        const rows = (this.#entries.page(seq) as EntriesPage).rows;
+        const row = 2 * (seq & PAGE_MASK);
+        if ((rows[row] as number) <= 0) continue;
+        const i = indexOf(list, seq);
+        if (i >= 0) rows[row] = (rows[row] as number) + weight * scorer.tfPart(tfAt(list, i), rows[row + 1] as number);
+      }
+      return;
+    }
+    for (let i = 0; i < length; i++) {
+      const seq = seqAt(list, i);
+      const rows = this.#entries.page(seq)?.rows;
+      if (rows === undefined) continue;
+      const row = 2 * (seq & PAGE_MASK);
+      const current = rows[row] as number;
+      if (current > 0) rows[row] = current + weight * scorer.tfPart(tfAt(list, i), rows[row + 1] as number);
+    }
+  }
+
+  /** The k-th best score among the entries found (0 when fewer than k scored). */
+  #kthBest(touched: readonly number[], k: number): number {
+    const heap = new TopK(k);
+    for (const seq of touched) {
+      const score = (this.#entries.page(seq) as EntriesPage).rows[2 * (seq & PAGE_MASK)] as number;
+      if (score > 0) heap.offer(seq, score);
+    }
+    return heap.bar;
+  }
+}
+
+interface Bm25Scorer {
+  /** BM25's term-frequency part for an entry of `length` terms (times weight × idf gives the term's score). */
+  tfPart(tf: number, length: number): number;
+  /** The most `tfPart` can be for a frequency up to `maxTf`: at the shortest entry length. */
+  tfBound(maxTf: number): number;
+}
+
+function bm25Scorer({ avgLength }: DocumentStatistics): Bm25Scorer {
+  const avg = avgLength || 1;
+  return {
+    tfPart: (tf, length) => (tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avg)),
+    tfBound: (maxTf) => (maxTf * (BM25_K1 + 1)) / (maxTf + BM25_K1 * (1 - BM25_B)),
+  };
 }
 
 /** First position of a posting list whose seq is at least `seq`. */

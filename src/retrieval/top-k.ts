@@ -53,6 +53,11 @@ export class TopK {
     }
   }
 
+  /** The weakest kept score once k hits are kept (an offer must reach it), else 0. */
+  get bar(): number {
+    return this.#heap.length >= this.#k ? (this.#heap[0]?.score ?? 0) : 0;
+  }
+
   /** The kept hits, best first. */
   sorted(): ScoredSeq[] {
     return [...this.#heap].sort((a, b) => b.score - a.score || b.seq - a.seq);

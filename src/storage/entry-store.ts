@@ -452,9 +452,25 @@ export class EntryStore {
    * deleted runs awaiting their purge are skipped.
    */
   *visibleSeqs(owner: number | undefined, runId: string | undefined, reverse: boolean, afterSeq?: number): Generator<number> {
+    const hidden = this.#hiddenIn(owner, runId);
     for (const seq of this.#storedSeqs(owner, runId, reverse, afterSeq)) {
-      if (this.#tombstones.size === 0 || this.get(seq) !== undefined) yield seq;
+      // Reading a record to learn its run costs ~1 µs: a scan of a large run would hold the event loop for seconds.
+      if (hidden === "none" || (typeof hidden === "number" ? seq > hidden : this.get(seq) !== undefined)) yield seq;
     }
+  }
+
+  /**
+   * Which seqs of a scan a pending run deletion hides: "none"; those up to a seq (one owner's run, deleted up to it);
+   * or "read" when only each record can tell (a scan across runs while one of them awaits its purge).
+   */
+  #hiddenIn(owner: number | undefined, runId: string | undefined): "none" | "read" | number {
+    if (this.#tombstones.size === 0) return "none";
+    if (owner !== undefined && runId !== undefined) return this.#tombstones.get(tombstoneKey(owner, runId)) ?? "none";
+    for (const key of this.#tombstones.keys()) {
+      const at = key.indexOf("\u0000");
+      if ((owner === undefined || Number(key.slice(0, at)) === owner) && (runId === undefined || key.slice(at + 1) === runId)) return "read";
+    }
+    return "none";
   }
 
   *#storedSeqs(owner: number | undefined, runId: string | undefined, reverse: boolean, afterSeq?: number): Generator<number> {

@@ -65,7 +65,7 @@ describe("catalog and lexical index under churn", () => {
     expect(catalog.createdAt(kept[7]!.seq)).toBe(kept[7]!.createdAt);
     expect(catalog.has(10_001)).toBe(false);
     expect(catalog.ownerOf(10_001)).toBe(0);
-    const stats = { docCount: 500, avgLength: 5, lengthOf: (s: number) => catalog.termCount(s) };
+    const stats = { docCount: 500, avgLength: 5 };
     const hits = sparse.search(1, [{ term: "deploys", weight: 1 }], (s) => catalog.has(s), 600, stats);
     expect(hits.map((h) => h.seq).sort((a, b) => a - b)).toEqual(kept.map((r) => r.seq));
     const churned = sparse.search(1, [{ term: "rollback", weight: 1 }], (s) => catalog.has(s), 2000, stats);

@@ -26,7 +26,7 @@ function statsOf(docs: readonly Doc[], owner: number): DocumentStatistics {
   const own = docs.filter((d) => d.owner === owner);
   const lengths = new Map(own.map((d) => [d.seq, d.text.split(" ").length]));
   const total = [...lengths.values()].reduce((a, b) => a + b, 0);
-  return { docCount: own.length, avgLength: own.length === 0 ? 0 : total / own.length, lengthOf: (seq) => lengths.get(seq) ?? 0 };
+  return { docCount: own.length, avgLength: own.length === 0 ? 0 : total / own.length };
 }
 
 function query(index: SparseIndex, docs: readonly Doc[], owner: number, text: string, k = 10): SparseHit[] {

@@ -2,8 +2,8 @@
 // in the query, leaves the lexical terms), BM25 over the owner's postings with the owner's statistics, and RM3
 // feedback drawn from the owner's own top results.
 import type { Catalog } from "../catalog.js";
-import { addScores, rm3Expansion, weightedTerms } from "../feedback.js";
-import type { SparseHit, SparseIndex, WeightedTerm } from "../sparse-index.js";
+import { rm3Expansion, weightedTerms } from "../feedback.js";
+import { COMMON_TERM_SHARE, type SparseHit, type SparseIndex, type WeightedTerm } from "../sparse-index.js";
 import { terms } from "../text.js";
 import type { SearchTuning } from "./tuning.js";
 
@@ -81,18 +81,22 @@ export function lexicalCandidates(input: LexicalInput): LexicalCandidates {
   for (const owner of input.owners) {
     const reading = readingOf(owner);
     const documents = catalog.documentStats(owner);
-    const stats = { docCount: documents.count, avgLength: documents.averageTermCount, lengthOf: (seq: number) => catalog.termCount(seq) };
+    const stats = { docCount: documents.count, avgLength: documents.averageTermCount };
     let ownerHits = sparse.search(owner, reading.terms, input.accept, input.depth, stats);
     if (input.feedback && ownerHits.length > 0) {
-      // Only the expansion terms are searched again; their scores add to the first pass's.
+      // Only the expansion terms are searched again; their scores add to the first pass's, and an entry the first
+      // pass did not find joins only if the expansion alone could lift it into the top `depth`.
       const expansion = rm3Expansion(ownerHits.slice(0, tuning.feedbackDocs), reading.terms, {
         termsOf: input.termsOf,
         documentFrequency: (term) => sparse.documentFrequency(owner, term),
-        maxDocumentFrequency: Math.max(50, 0.1 * documents.count),
+        // A term common enough to rank rather than recall in the index is not an expansion term either: walking its
+        // long list to recall entries cost most of a query at 1M entries (BENCHMARKS.md). Up to 2,500 entries the
+        // floor of 50 decides, as before.
+        maxDocumentFrequency: Math.max(50, COMMON_TERM_SHARE * documents.count),
         count: tuning.feedbackTerms,
         weight: tuning.feedbackWeight,
       });
-      if (expansion.length > 0) ownerHits = addScores(ownerHits, sparse.search(owner, expansion, input.accept, input.depth, stats), input.depth);
+      if (expansion.length > 0) ownerHits = sparse.searchFrom(owner, ownerHits, expansion, input.accept, input.depth, stats);
     }
     hits.push(...ownerHits);
   }
