@@ -121,7 +121,7 @@ export class MemoryIndex {
     await this.#reembedIfChanged();
     for (const record of this.#entries.all()) this.catalog.add(record);
     for (const { seq, vector } of this.#entries.allVectors((seq) => this.catalog.has(seq))) {
-      if (vector.length === this.dense.dimensions) this.dense.add(seq, vector);
+      if (vector.length === this.dense.dimensions) this.dense.restore(seq, vector);
     }
     this.dense.generation = this.#entries.vectorGeneration();
     this.dense.loadGraph();

@@ -112,4 +112,33 @@ describe("VectorIndex partitions", () => {
     expect(reloaded.search(query, [built.seqsOf(A)], (seq) => built.owners.get(seq) === A, 10)).toEqual(before);
     reloaded.close();
   });
+
+  it("restores stored vectors at start-up: a saved graph takes the newer ones, a partition without one gets a graph", async () => {
+    const dir = tmp();
+    const built = await build(dir, LARGE, 0, query);
+    built.index.close();
+    const owners = new Map(built.owners);
+    const restored = new VectorIndex(dir, "test", DIMS, createLogger("silent"), (seq) => owners.get(seq) ?? -1);
+    for (const [seq] of built.owners) restored.restore(seq, unit((seq - 1) / 2 + 1));
+    // Written after the graph was saved: A's newer vectors, and B's partition, large and never graphed.
+    const newer = [2 * LARGE + 1, 2 * LARGE + 3];
+    for (const seq of newer) {
+      owners.set(seq, A);
+      restored.restore(seq, query);
+    }
+    for (let i = 0; i < LARGE; i++) {
+      owners.set(2 * i + 2, B);
+      restored.restore(2 * i + 2, unit(i + 7));
+    }
+    restored.loadGraph();
+    expect(restored.size).toBe(LARGE);
+    // Before the graphs catch up the newer vectors are searched exactly; after it, through the graphs.
+    const seqsOfA = [...owners].filter(([, o]) => o === A).map(([seq]) => seq).sort((a, b) => a - b);
+    const ofA = (seq: number): boolean => owners.get(seq) === A;
+    expect(restored.search(query, [seqsOfA], ofA, 2).map((h) => h.seq).sort()).toEqual(newer);
+    await restored.indexPending();
+    expect(restored.size).toBe(2 * LARGE + 2);
+    expect(restored.search(query, [seqsOfA], ofA, 2).map((h) => h.seq).sort()).toEqual(newer);
+    restored.close();
+  });
 });
