@@ -298,6 +298,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       await ingest.stop();
       livenessWatch.stop();
       await runDeletion.stop();
+      index.saveSparseSnapshot();
       index.close();
       core.close();
       await storage.close();

@@ -8,6 +8,7 @@ import type { EntryStore, NewEntry, PreparedEntry, Reindex, UpdatedEntry, Writte
 import type { Embedder } from "../retrieval/embedder.js";
 import { Catalog } from "../retrieval/catalog.js";
 import { SparseIndex } from "../retrieval/sparse-index.js";
+import { readSparseSnapshot, writeSparseSnapshot, type SnapshotStamp } from "../retrieval/sparse-snapshot.js";
 import { VectorIndex } from "../retrieval/vector-index.js";
 import { SearchEngine } from "../retrieval/search-engine.js";
 import { termFrequencies } from "../retrieval/text.js";
@@ -32,12 +33,15 @@ export class MemoryIndex {
   readonly #storage: Storage;
   readonly #entries: EntryStore;
   readonly #logger: Logger;
+  /** Where a clean shutdown leaves the lexical index for the next start-up. */
+  readonly #snapshotFile: string;
 
   constructor(storage: Storage, entries: EntryStore, embedder: Embedder, logger: Logger) {
     this.#storage = storage;
     this.#entries = entries;
     this.embedder = embedder;
     this.#logger = logger;
+    this.#snapshotFile = path.join(path.dirname(storage.dir), "sparse-postings.snapshot");
     this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger, (seq) => this.catalog.ownerOf(seq));
     this.spaces = new VectorSpaces(entries.spaces, this.catalog, logger);
     this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense);
@@ -137,6 +141,10 @@ export class MemoryIndex {
     let moved = 0;
     for (let n = await this.#entries.migrateLegacyPostings(LEGACY_POSTINGS_SLICE); n > 0; n = await this.#entries.migrateLegacyPostings(LEGACY_POSTINGS_SLICE)) moved += n;
     if (moved > 0) this.#logger.info({ postings: moved }, "moved postings of an earlier build into per-entry term records");
+    if (moved === 0 && (await readSparseSnapshot(this.#snapshotFile, this.sparse, this.#snapshotStamp()))) {
+      this.#logger.info({ postings: this.sparse.postingCount, ms: Date.now() - started }, "sparse index loaded from the shutdown snapshot");
+      return;
+    }
     let entries = 0;
     // Page by seq rather than hold one iterator across the yields: a held iterator pins an LMDB snapshot and would
     // break if the environment were swapped meanwhile.
@@ -170,6 +178,24 @@ export class MemoryIndex {
       }
     }
     await this.#storage.transaction(() => this.#storage.dbs.meta.put(EMBEDDER_META_KEY, this.embedder.id));
+  }
+
+  /**
+   * A clean shutdown, once nothing writes any more: the lexical index is written for the next start-up to read back
+   * instead of prewarming (retrieval/sparse-snapshot.ts). A failure only costs that start-up its prewarm.
+   */
+  saveSparseSnapshot(): void {
+    const started = Date.now();
+    try {
+      writeSparseSnapshot(this.#snapshotFile, this.sparse, this.#snapshotStamp());
+      this.#logger.info({ postings: this.sparse.postingCount, ms: Date.now() - started }, "sparse index snapshot written");
+    } catch (e: unknown) {
+      this.#logger.warn({ err: e }, "sparse index snapshot not written; the next start-up prewarms");
+    }
+  }
+
+  #snapshotStamp(): SnapshotStamp {
+    return { generation: this.#entries.vectorGeneration(), maxSeq: this.#entries.maxSeq(), termRecords: this.#entries.termRecordCount() };
   }
 
   close(): void {

@@ -65,7 +65,7 @@ export class SparseIndex {
   readonly #postings = new Map<number, Map<string, PostingList>>();
   readonly #ownerOf: OwnerOf;
   /** Which owner each entry is filed under, its length and the query's scores, in pages released with their last entry. */
-  readonly #entries = new SeqPages(entriesPage);
+  #entries = new SeqPages(entriesPage);
   #postingCount = 0;
 
   /** `ownerOf` files new postings under their entry's owner; without it every entry is owner 0's (tests, tools). */
@@ -167,6 +167,63 @@ export class SparseIndex {
     list[HEADER + 1 + 2 * at] = tf;
     list[0] = length + 1;
     this.#postingCount++;
+  }
+
+  /** Owners with postings, ascending. */
+  owners(): number[] {
+    return [...this.#postings.keys()].sort((a, b) => a - b);
+  }
+
+  /** An owner's terms with postings. */
+  terms(owner: number): string[] {
+    return [...(this.#postings.get(owner)?.keys() ?? [])];
+  }
+
+  /** An owner's posting list of a term as held (`[length, maxTf, seq, tf, …]`, without spare capacity): a view. */
+  list(owner: number, term: string): Int32Array | undefined {
+    const list = this.#postings.get(owner)?.get(term);
+    return list?.subarray(0, HEADER + 2 * lengthOf(list));
+  }
+
+  /**
+   * Start-up from a snapshot (sparse-snapshot.ts): a copy of `postings` (as `list` gives it) becomes the owner's list
+   * of a term it has none of yet, and its entries are filed under the owner. Returns false, adopting nothing more,
+   * for a list that is not in order or names an entry filed under another owner.
+   */
+  adopt(owner: number, term: string, postings: Int32Array): boolean {
+    let terms = this.#postings.get(owner);
+    if (terms === undefined) this.#postings.set(owner, (terms = new Map()));
+    const length = lengthOf(postings);
+    if (terms.has(term) || postings.length !== HEADER + 2 * length) return false;
+    let previous = -1;
+    let maxTf = 0;
+    for (let i = 0; i < length; i++) {
+      const seq = seqAt(postings, i);
+      if (seq <= previous) return false;
+      previous = seq;
+      maxTf = Math.max(maxTf, tfAt(postings, i));
+      const page = this.#entries.pageFor(seq);
+      const row = seq & PAGE_MASK;
+      const filed = page.filedUnder[row] as number;
+      if (filed === 0) {
+        page.filedUnder[row] = owner + 1;
+        page.live++;
+      } else if (filed !== owner + 1) return false;
+      page.rows[2 * row + 1] = (page.rows[2 * row + 1] as number) + tfAt(postings, i);
+    }
+    const list = postings.slice();
+    // The bound the query's pruning relies on is recomputed, not trusted.
+    list[1] = maxTf;
+    terms.set(term, list);
+    this.#postingCount += length;
+    return true;
+  }
+
+  /** Forgets every posting (a snapshot that did not load whole). */
+  clear(): void {
+    this.#postings.clear();
+    this.#entries = new SeqPages(entriesPage);
+    this.#postingCount = 0;
   }
 
   /** How many of `owner`'s entries contain `term`. */

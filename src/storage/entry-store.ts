@@ -397,6 +397,11 @@ export class EntryStore {
     for (const { key, value } of this.#storage.dbs.vectors.getRange()) if (isLive(key)) yield { seq: key, vector: vectorFromBytes(value) };
   }
 
+  /** Stored term records: one per entry with index terms. */
+  termRecordCount(): number {
+    return (this.#storage.dbs.entryTerms.getStats() as { entryCount: number }).entryCount;
+  }
+
   /** The index terms an entry was stored with (its postings), or undefined when it has none stored. */
   termsOf(seq: number): Map<string, number> | undefined {
     return decodeOptional(this.#storage.dbs.entryTerms.get(seq), (value) => decodeTerms(seq, value));
