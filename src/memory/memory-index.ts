@@ -124,8 +124,8 @@ export class MemoryIndex {
     const started = Date.now();
     await this.#reembedIfChanged();
     for (const record of this.#entries.all()) this.catalog.add(record);
-    for (const { seq, vector } of this.#entries.allVectors((seq) => this.catalog.has(seq))) {
-      if (vector.length === this.dense.dimensions) this.dense.restore(seq, vector);
+    for (const { seq, bytes } of this.#entries.allVectorBytes((seq) => this.catalog.has(seq))) {
+      if (bytes.byteLength === this.dense.dimensions * 4) this.dense.restore(seq, bytes);
     }
     this.dense.generation = this.#entries.vectorGeneration();
     this.dense.loadGraph();

@@ -10,6 +10,8 @@ const PAGE_BYTES = 32 * 1024;
 
 interface Page {
   readonly vectors: Float32Array;
+  /** The same memory as bytes, for vectors restored from their stored bytes without an intermediate copy. */
+  readonly bytes: Uint8Array;
   /** 1 where the row holds a vector. */
   readonly present: Uint8Array;
   /** The partition of each present row. */
@@ -52,20 +54,22 @@ export class PagedVectors {
     return page !== undefined && page.present[row] === 1 ? (page.partition[row] as number) : undefined;
   }
 
-  /** Stores (or replaces) a seq's vector; returns whether it had one. */
-  set(seq: number, vector: Float32Array, partition: number): boolean {
+  /** Stores (or replaces) a seq's vector, given as floats or as their stored bytes; returns whether it had one. */
+  set(seq: number, vector: Float32Array | Uint8Array, partition: number): boolean {
     const at = seq >>> this.#shift;
     let page = this.#pages[at];
     if (page === undefined) {
       const rows = this.rowsPerPage;
-      page = { vectors: new Float32Array(rows * this.dimensions), present: new Uint8Array(rows), partition: new Int32Array(rows), live: 0 };
+      const vectors = new Float32Array(rows * this.dimensions);
+      page = { vectors, bytes: new Uint8Array(vectors.buffer), present: new Uint8Array(rows), partition: new Int32Array(rows), live: 0 };
       while (this.#pages.length <= at) this.#pages.push(undefined);
       this.#pages[at] = page;
       this.#allocated++;
     }
     const row = seq & this.#mask;
     const had = page.present[row] === 1;
-    page.vectors.set(vector.subarray(0, this.dimensions), row * this.dimensions);
+    if (vector instanceof Float32Array) page.vectors.set(vector.subarray(0, this.dimensions), row * this.dimensions);
+    else page.bytes.set(vector.subarray(0, this.dimensions * 4), row * this.dimensions * 4);
     page.partition[row] = partition;
     if (!had) {
       page.present[row] = 1;

@@ -392,9 +392,9 @@ export class EntryStore {
     }
   }
 
-  /** Every stored vector of a live entry, in write order. */
-  *allVectors(isLive: (seq: number) => boolean): Generator<{ seq: number; vector: Float32Array }> {
-    for (const { key, value } of this.#storage.dbs.vectors.getRange()) if (isLive(key)) yield { seq: key, vector: vectorFromBytes(value) };
+  /** Every stored vector of a live entry, in write order, as its stored bytes (valid until the next read). */
+  *allVectorBytes(isLive: (seq: number) => boolean): Generator<{ seq: number; bytes: Uint8Array }> {
+    for (const { key, value } of this.#storage.dbs.vectors.getRange()) if (isLive(key)) yield { seq: key, bytes: value };
   }
 
   /** Stored term records: one per entry with index terms. */
