@@ -311,8 +311,11 @@ export class SparseIndex {
     return heap.sorted();
   }
 
-  /** Adds a list's scores to every entry it holds, admitting the new ones `accept` takes. */
-  #walk(list: PostingList, touched: number[], weight: number, scorer: Bm25Scorer, accept: (seq: number) => boolean): void {
+  /**
+   * Adds a list's scores to the entries it holds: every one, admitting the new ones `accept` takes, or (without
+   * `accept`) only those already found and admitted.
+   */
+  #walk(list: PostingList, touched: number[], weight: number, scorer: Bm25Scorer, accept?: (seq: number) => boolean): void {
     const length = lengthOf(list);
     for (let i = 0; i < length; i++) {
       const seq = seqAt(list, i);
@@ -321,10 +324,10 @@ export class SparseIndex {
       if (rows === undefined) continue;
       const row = 2 * (seq & PAGE_MASK);
       const current = rows[row] as number;
-      if (current < 0) continue;
+      if (current < 0 || (current === 0 && accept === undefined)) continue;
       if (current === 0) {
         touched.push(seq);
-        if (!accept(seq)) {
+        if (!(accept as (seq: number) => boolean)(seq)) {
           // Remember the refusal for this query so later terms skip the check.
           rows[row] = -1;
           continue;
@@ -335,25 +338,17 @@ export class SparseIndex {
   }
 
   /** Adds a list's scores to the entries already found (and admitted) only. */
-  #addToFound(list: PostingList, touched: readonly number[], weight: number, scorer: Bm25Scorer): void {
-    const length = lengthOf(list);
-    if (touched.length * 4 < length) {
-      for (const seq of touched) {
-        const rows = (this.#entries.page(seq) as EntriesPage).rows;
-        const row = 2 * (seq & PAGE_MASK);
-        if ((rows[row] as number) <= 0) continue;
-        const i = indexOf(list, seq);
-        if (i >= 0) rows[row] = (rows[row] as number) + weight * scorer.tfPart(tfAt(list, i), rows[row + 1] as number);
-      }
+  #addToFound(list: PostingList, found: readonly number[], weight: number, scorer: Bm25Scorer): void {
+    if (found.length * 4 >= lengthOf(list)) {
+      this.#walk(list, [], weight, scorer);
       return;
     }
-    for (let i = 0; i < length; i++) {
-      const seq = seqAt(list, i);
-      const rows = this.#entries.page(seq)?.rows;
-      if (rows === undefined) continue;
+    for (const seq of found) {
+      const rows = (this.#entries.page(seq) as EntriesPage).rows;
       const row = 2 * (seq & PAGE_MASK);
-      const current = rows[row] as number;
-      if (current > 0) rows[row] = current + weight * scorer.tfPart(tfAt(list, i), rows[row + 1] as number);
+      if ((rows[row] as number) <= 0) continue;
+      const i = indexOf(list, seq);
+      if (i >= 0) rows[row] = (rows[row] as number) + weight * scorer.tfPart(tfAt(list, i), rows[row + 1] as number);
     }
   }
 

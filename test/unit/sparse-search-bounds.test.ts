@@ -3,17 +3,12 @@
 // nothing), with refused entries and with a first pass's hits carried into an expansion.
 import { describe, expect, it } from "vitest";
 import { BM25_B, BM25_K1, SparseIndex, type SparseHit, type WeightedTerm } from "../../src/retrieval/sparse-index.js";
+import { Rng } from "../fuzz/prng.js";
 
-/** A small seeded generator (mulberry32), so a failure names the seed that reproduces it. */
+/** Draws from the fuzzer's seeded generator, so a failure names the seed that reproduces it. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const generator = new Rng(seed);
+  return () => generator.next();
 }
 
 const VOCABULARY = Array.from({ length: 80 }, (_, i) => `w${i}`);
