@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning bench-load bench-limits bench-peers soak torture clean c-compiler chromium
+.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning bench-load bench-limits bench-peers soak torture clean c-compiler chromium nats-server
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -44,7 +44,11 @@ c-compiler:
 chromium:
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-test: check-generated lint typecheck build c-compiler chromium
+# The clustered-mode tests start a three-server NATS JetStream cluster on loopback (Debian's nats-server).
+nats-server:
+	@command -v nats-server >/dev/null || test -x /usr/sbin/nats-server || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server; }
+
+test: check-generated lint typecheck build c-compiler chromium nats-server
 	node scripts/run-tests.mjs
 
 bench: build

@@ -1,0 +1,134 @@
+// The replicated log of clustered mode (issue 15): one JetStream stream, file storage, three replicas (Raft in the
+// NATS servers: no consensus of our own), whose subjects are the shards, `<prefix>.<shard>`. A command appended is
+// acknowledged only once JetStream has it on a quorum of replicas, so it survives the loss of one server; each Engram
+// node reads the shards it serves in stream order and applies them (shard-applier.ts).
+//
+// Appends are idempotent: each carries an id, and JetStream drops a repeat of an id within its duplicate window, so a
+// client that lost the acknowledgement (a server killed mid-publish) appends again and the command is stored once.
+// An append may also name the shard's last sequence it expects: it then fails if another command got there first,
+// which lets a writer compute a command against the state it has applied and retry on a conflict.
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, DeliverPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+
+export interface CommandLogOptions {
+  /** NATS server URLs (any of the cluster's; the client fails over between them). */
+  readonly servers: readonly string[];
+  /** The stream's name and its subjects' prefix. */
+  readonly stream?: string;
+  readonly replicas?: number;
+  /** How long JetStream remembers append ids to drop repeats, in ms. */
+  readonly duplicateWindowMs?: number;
+}
+
+export interface LoggedCommand {
+  /** The command's position in the whole stream: the consistency token a write returns. */
+  readonly sequence: number;
+  readonly shard: number;
+  readonly data: Uint8Array;
+}
+
+/** An append that named the shard's last sequence it expected, and another command got there first. */
+export class ShardMovedOn extends Error {}
+
+const DEFAULT_STREAM = "ENGRAM_LOG";
+const NANOS_PER_MS = 1_000_000;
+
+export class CommandLog {
+  readonly #connection: NatsConnection;
+  readonly #client: JetStreamClient;
+  readonly #manager: JetStreamManager;
+  readonly #stream: string;
+
+  private constructor(connection: NatsConnection, client: JetStreamClient, manager: JetStreamManager, stream: string) {
+    this.#connection = connection;
+    this.#client = client;
+    this.#manager = manager;
+    this.#stream = stream;
+  }
+
+  /** Connects and makes sure the stream exists with its replicas (creating it is idempotent across nodes). */
+  static async open(options: CommandLogOptions): Promise<CommandLog> {
+    const stream = options.stream ?? DEFAULT_STREAM;
+    const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    try {
+      const manager = await jetstreamManager(connection);
+      const config = {
+        name: stream,
+        subjects: [`${stream}.*`],
+        storage: StorageType.File,
+        num_replicas: options.replicas ?? 3,
+        duplicate_window: (options.duplicateWindowMs ?? 120_000) * NANOS_PER_MS,
+      };
+      try {
+        await manager.streams.info(stream);
+      } catch {
+        await manager.streams.add(config);
+      }
+      return new CommandLog(connection, jetstream(connection), manager, stream);
+    } catch (e: unknown) {
+      await connection.close();
+      throw e;
+    }
+  }
+
+  #subject(shard: number): string {
+    return `${this.#stream}.${shard}`;
+  }
+
+  /**
+   * Appends a command to a shard once JetStream has it on a quorum, and returns its stream sequence. `id` makes the
+   * append idempotent (a repeat returns the first one's sequence); `expectedLast` (the shard's last sequence the
+   * caller has seen, 0 for none) makes it fail with ShardMovedOn if the shard has moved on.
+   */
+  async append(shard: number, data: Uint8Array, id: string, expectedLast?: number): Promise<number> {
+    try {
+      const ack = await this.#client.publish(this.#subject(shard), data, {
+        msgID: id,
+        ...(expectedLast === undefined ? {} : { expect: { lastSubjectSequence: expectedLast } }),
+      });
+      return ack.seq;
+    } catch (e: unknown) {
+      if (expectedLast !== undefined && /wrong last sequence/i.test(String((e as Error).message))) throw new ShardMovedOn(`shard ${shard} moved on past ${expectedLast}`);
+      throw e;
+    }
+  }
+
+  /** The sequence of a shard's last command, 0 when it has none. */
+  async lastSequence(shard: number): Promise<number> {
+    try {
+      const message = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#subject(shard) });
+      return message?.seq ?? 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * The shard's commands after `after`, in stream order, up to the last one stored when the read began: the tail a
+   * node applies to catch up. Reads in pages of `pageSize`.
+   */
+  async *read(shard: number, after: number, pageSize = 256): AsyncGenerator<LoggedCommand> {
+    const last = await this.lastSequence(shard);
+    if (last <= after) return;
+    const consumer = await this.#client.consumers.get(this.#stream, { filter_subjects: this.#subject(shard), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 });
+    try {
+      for (let position = after; position < last; ) {
+        const page = await consumer.fetch({ max_messages: pageSize, expires: 2_000 });
+        let got = 0;
+        for await (const message of page) {
+          got++;
+          position = message.seq;
+          yield { sequence: message.seq, shard, data: message.data };
+          if (position >= last) break;
+        }
+        if (got === 0 && position < last) throw new Error(`shard ${shard}: the log ended at ${position} before ${last}`);
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#connection.drain();
+  }
+}

@@ -1,0 +1,125 @@
+// The replicated command log of clustered mode (src/cluster/) on a real three-server NATS JetStream cluster, started as
+// loopback child processes: appends acknowledged by a quorum survive a server killed mid-load and are stored exactly
+// once (a repeated append is dropped), an append that expected an older shard position is refused, and a store
+// applies each command exactly once across an interrupted catch-up.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CommandLog, ShardMovedOn } from "../src/cluster/command-log.js";
+import { appliedSequence, catchUp } from "../src/cluster/shard-applier.js";
+import { Storage } from "../src/storage/database.js";
+import { NatsCluster } from "./harness/nats-cluster.js";
+
+const SHARDS = 4;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+let nats: NatsCluster;
+
+beforeAll(async () => {
+  nats = await NatsCluster.start(3);
+}, 60_000);
+
+afterAll(async () => {
+  await nats.stop();
+});
+
+/** Every command of every shard, as (id, sequence). */
+async function everything(log: CommandLog): Promise<{ id: string; sequence: number }[]> {
+  const out: { id: string; sequence: number }[] = [];
+  for (let shard = 0; shard < SHARDS; shard++) {
+    for await (const command of log.read(shard, 0)) out.push({ id: decoder.decode(command.data), sequence: command.sequence });
+  }
+  return out;
+}
+
+describe("the command log", () => {
+  it("keeps every acknowledged append exactly once when a server is killed mid-load and comes back", async () => {
+    // Each writer prefers another server, so one of them loses its connection when server 1 dies.
+    const logs = await Promise.all(nats.urls.map((_, w) => CommandLog.open({ servers: [...nats.urls.slice(w), ...nats.urls.slice(0, w)] })));
+    const acknowledged = new Map<string, number>();
+    let killed: Promise<void> | undefined;
+    let restarted: Promise<void> | undefined;
+    const write = async (w: number): Promise<void> => {
+      for (let i = 0; i < 120; i++) {
+        const id = `w${w}-${i}`;
+        // A lost acknowledgement is retried with the same id: JetStream stores the command once.
+        for (let attempt = 0; ; attempt++) {
+          try {
+            acknowledged.set(id, await (logs[w] as CommandLog).append((w + i) % SHARDS, encoder.encode(id), id));
+            break;
+          } catch (e: unknown) {
+            if (attempt >= 40) throw e;
+            await new Promise((resolve) => setTimeout(resolve, 250));
+          }
+        }
+        if (acknowledged.size === 90) killed ??= nats.kill(1);
+        if (acknowledged.size === 240) restarted ??= nats.restart(1);
+      }
+    };
+    await Promise.all([0, 1, 2].map(write));
+    await killed;
+    await restarted;
+
+    const reader = await CommandLog.open({ servers: nats.urls });
+    const stored = await everything(reader);
+    const ids = stored.map((c) => c.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(acknowledged.size).toBe(360);
+    for (const [id, sequence] of acknowledged) expect(stored.find((c) => c.id === id)?.sequence, id).toBe(sequence);
+    await Promise.all([...logs, reader].map((log) => log.close()));
+  }, 120_000);
+
+  it("drops a repeated append and refuses one that expected an older position of the shard", async () => {
+    const log = await CommandLog.open({ servers: nats.urls });
+    const shard = 2;
+    const before = await log.lastSequence(shard);
+    const first = await log.append(shard, encoder.encode("once"), "repeat-me");
+    expect(await log.append(shard, encoder.encode("once"), "repeat-me")).toBe(first);
+    expect(await log.lastSequence(shard)).toBe(first);
+    expect(first).toBeGreaterThan(before);
+    const next = await log.append(shard, encoder.encode("next"), "next", first);
+    await expect(log.append(shard, encoder.encode("late"), "late", first)).rejects.toBeInstanceOf(ShardMovedOn);
+    expect(await log.lastSequence(shard)).toBe(next);
+    await log.close();
+  }, 30_000);
+
+  it("applies each command to a store exactly once, across a catch-up that failed part-way", async () => {
+    const log = await CommandLog.open({ servers: nats.urls });
+    const shard = 3;
+    const base = await log.lastSequence(shard);
+    const ids = Array.from({ length: 50 }, (_, i) => `apply-${i}`);
+    for (const id of ids) await log.append(shard, encoder.encode(id), id);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-applier-"));
+    const storage = new Storage(dir);
+    try {
+      // Earlier commands of the shard (other tests') are applied too; only ours are counted.
+      const count = (command: { data: Uint8Array }): void => {
+        const key = `test:${decoder.decode(command.data)}`;
+        const seen = storage.dbs.meta.get(key);
+        storage.dbs.meta.put(key, (typeof seen === "number" ? seen : 0) + 1);
+      };
+      let applied = 0;
+      await expect(
+        catchUp(log, storage, shard, (command) => {
+          if (decoder.decode(command.data) === "apply-20") throw new Error("crash while applying");
+          count(command);
+          applied++;
+        }),
+      ).rejects.toThrow("crash while applying");
+      expect(applied).toBeGreaterThan(19);
+      const last = await catchUp(log, storage, shard, count);
+      expect(last).toBe(await log.lastSequence(shard));
+      expect(last).toBeGreaterThanOrEqual(base + 50);
+      expect(appliedSequence(storage, shard)).toBe(last);
+      for (const id of ids) expect(storage.dbs.meta.get(`test:${id}`), id).toBe(1);
+      // Nothing left to apply.
+      expect(await catchUp(log, storage, shard, () => expect.unreachable())).toBe(last);
+    } finally {
+      await storage.close();
+      await log.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
