@@ -31,6 +31,8 @@ export interface LoggedCommand {
 export class ShardMovedOn extends Error {}
 
 const DEFAULT_STREAM = "ENGRAM_LOG";
+/** Empty fetches (2 s each) in a row before a read gives up on the log. */
+const READ_ATTEMPTS = 10;
 const NANOS_PER_MS = 1_000_000;
 
 export class CommandLog {
@@ -59,11 +61,7 @@ export class CommandLog {
         num_replicas: options.replicas ?? 3,
         duplicate_window: (options.duplicateWindowMs ?? 120_000) * NANOS_PER_MS,
       };
-      try {
-        await manager.streams.info(stream);
-      } catch {
-        await manager.streams.add(config);
-      }
+      await ensureStream(manager, config);
       return new CommandLog(connection, jetstream(connection), manager, stream);
     } catch (e: unknown) {
       await connection.close();
@@ -95,12 +93,9 @@ export class CommandLog {
 
   /** The sequence of a shard's last command, 0 when it has none. */
   async lastSequence(shard: number): Promise<number> {
-    try {
-      const message = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#subject(shard) });
-      return message?.seq ?? 0;
-    } catch {
-      return 0;
-    }
+    // null when the shard has no command; any other failure is thrown, never read as an empty shard.
+    const message = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#subject(shard) });
+    return message?.seq ?? 0;
   }
 
   /**
@@ -109,26 +104,52 @@ export class CommandLog {
    */
   async *read(shard: number, after: number, pageSize = 256): AsyncGenerator<LoggedCommand> {
     const last = await this.lastSequence(shard);
-    if (last <= after) return;
-    const consumer = await this.#client.consumers.get(this.#stream, { filter_subjects: this.#subject(shard), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 });
-    try {
-      for (let position = after; position < last; ) {
-        const page = await consumer.fetch({ max_messages: pageSize, expires: 2_000 });
-        let got = 0;
-        for await (const message of page) {
-          got++;
-          position = message.seq;
-          yield { sequence: message.seq, shard, data: message.data };
-          if (position >= last) break;
+    let position = after;
+    // A fetch can come back empty while the stream's leader changes (a server lost): read on from where it stopped.
+    for (let emptyFetches = 0; position < last; ) {
+      const consumer = await this.#client.consumers.get(this.#stream, { filter_subjects: this.#subject(shard), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position + 1 });
+      try {
+        while (position < last) {
+          let got = 0;
+          for await (const message of await consumer.fetch({ max_messages: pageSize, expires: 2_000 })) {
+            got++;
+            position = message.seq;
+            yield { sequence: message.seq, shard, data: message.data };
+            if (position >= last) break;
+          }
+          if (got > 0) continue;
+          if (++emptyFetches >= READ_ATTEMPTS) throw new Error(`shard ${shard}: the log gave nothing after ${position} though it holds up to ${last}`);
+          break;
         }
-        if (got === 0 && position < last) throw new Error(`shard ${shard}: the log ended at ${position} before ${last}`);
+      } finally {
+        await consumer.delete().catch(() => undefined);
       }
-    } finally {
-      await consumer.delete().catch(() => undefined);
     }
   }
 
   async close(): Promise<void> {
     await this.#connection.drain();
+  }
+}
+
+/** Stream creation attempts: just after a cluster forms (or loses a server) JetStream may time out a while. */
+const CREATE_ATTEMPTS = 8;
+
+/** Creates the stream unless it exists; several nodes may race to it, and the first to succeed wins. */
+async function ensureStream(manager: JetStreamManager, config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string }): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await manager.streams.info(config.name);
+      return;
+    } catch {
+      // Not there yet, or JetStream not answering yet: try to create it.
+    }
+    try {
+      await manager.streams.add(config);
+      return;
+    } catch (e: unknown) {
+      if (attempt >= CREATE_ATTEMPTS) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
   }
 }

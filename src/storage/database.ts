@@ -205,6 +205,19 @@ const WRITE_METHODS = ["put", "remove", "putSync", "removeSync", "ifNoExists", "
 
 export class StorageClosedError extends Error {}
 
+/**
+ * One write a transaction made, as its callback made it: the database (its field in `Databases`), the method and its
+ * arguments. A transaction's writes replayed in order on another store leave it byte-identical (clustered mode).
+ */
+export interface WriteOp {
+  readonly db: keyof Databases;
+  readonly method: "put" | "remove";
+  readonly args: readonly unknown[];
+}
+
+/** Thrown inside a capturing transaction once its writes are recorded, so that LMDB discards them. */
+class CaptureDone extends Error {}
+
 /** What `exclusive` hands its work: the environment to itself, and the means to replace it. */
 export interface ExclusiveAccess {
   /** The current environment; no write runs on it until the work ends. */
@@ -252,6 +265,10 @@ export class Storage {
   /** Non-zero while a write callback of ours runs (or exclusive work writes): only then may LMDB write. */
   #writing = 0;
   #closed = false;
+  /** The writes of the transaction being captured (captureWrites); undefined otherwise. */
+  #captured: WriteOp[] | undefined;
+  /** Guarded write calls in progress: lmdb-js's own writes run inside ours and are not recorded twice. */
+  #writeDepth = 0;
   /** Test-only: injects a failure at a chosen write (see WriteFaults). */
   readonly faults = new WriteFaults();
   /** The SERVICE_MAX_STORE_BYTES cap; undefined when the store is unbounded (nothing is counted then). */
@@ -297,6 +314,47 @@ export class Storage {
       digest[name] = hash.digest("hex");
     }
     return digest;
+  }
+
+  /**
+   * Runs `fn` as a transaction whose writes are recorded and then discarded: the store is left as it was, and the
+   * caller gets `fn`'s result and its writes, to have them replicated before they are applied (`applyWrites`).
+   * Inside `fn`, reads see its own writes as in any transaction.
+   */
+  async captureWrites<T>(fn: () => T): Promise<{ result: T; writes: WriteOp[] }> {
+    let result: { result: T; writes: WriteOp[] } | undefined;
+    try {
+      await this.transaction(() => {
+        if (this.#captured !== undefined) throw new Error("a write capture is already in progress");
+        this.#captured = [];
+        try {
+          result = { result: fn(), writes: this.#captured };
+        } finally {
+          this.#captured = undefined;
+        }
+        throw new CaptureDone();
+      });
+    } catch (e: unknown) {
+      if (!(e instanceof CaptureDone) || result === undefined) throw e;
+    }
+    return result as { result: T; writes: WriteOp[] };
+  }
+
+  /** Replays captured writes, in order; call inside a transaction (clustered mode applies them with its log position). */
+  replayWrites(writes: readonly WriteOp[]): void {
+    for (const { db, method, args } of writes) {
+      const target = this.#dbs[db] as unknown as Record<string, ((...a: unknown[]) => unknown) | undefined> | undefined;
+      const write = target?.[method];
+      if (write === undefined) throw new Error(`no database ${String(db)} to replay a ${method} on`);
+      write.apply(target, [...args]);
+    }
+  }
+
+  #record(db: keyof Databases, method: string, args: unknown[]): void {
+    const captured = this.#captured;
+    if (captured === undefined) return;
+    if (method !== "put" && method !== "remove") throw new Error(`LMDB ${method} cannot be captured for replication`);
+    captured.push({ db, method, args: [...args] });
   }
 
   /** Size in bytes of the live environment's data file. */
@@ -481,12 +539,20 @@ export class Storage {
       this.#cap?.beforeWrite(db, method, recordsDeletion);
       return true;
     };
-    guardWrites(root, (method) => allowed(method, root, false));
+    guardWrites(root, (method) => {
+      if (this.#captured !== undefined) throw new Error(`LMDB ${method} on the root database cannot be captured`);
+      return allowed(method, root, false);
+    });
     const dbs: Record<string, LmdbDatabase<unknown, Key>> = {};
     for (const [field, name] of Object.entries(DATABASE_NAMES)) {
       const db = root.openDB<unknown, Key>({ name, ...(BINARY_DATABASES.has(field as keyof Databases) ? { encoding: "binary" as const } : {}) });
       const recordsDeletion = DELETION_RECORDS.has(field as keyof Databases);
-      guardWrites(db, (method) => allowed(method, db, recordsDeletion));
+      guardWrites(
+        db,
+        (method) => allowed(method, db, recordsDeletion),
+        (method, args) => this.#record(field as keyof Databases, method, args),
+        (delta) => (this.#writeDepth += delta),
+      );
       dbs[field] = db;
     }
     return dbs as unknown as Databases;
@@ -514,15 +580,24 @@ function openRoot(dir: string): RootDatabase {
   return open({ path: dir, noSubdir: false, maxDbs: 64, compression: false });
 }
 
-/** Makes the write methods of one LMDB handle throw unless `allowed()`; lmdb-js's own writes run inside ours. */
-function guardWrites(db: object, allowed: (method: string) => boolean): void {
+/**
+ * Makes the write methods of one LMDB handle throw unless `allowed()`; lmdb-js's own writes run inside ours. `record`
+ * sees each outermost write call with its arguments (nested calls are lmdb-js's own), `depth` tracks the nesting.
+ */
+function guardWrites(db: object, allowed: (method: string) => boolean, record?: (method: string, args: unknown[]) => void, depth?: (delta: number) => number): void {
   const methods = db as Record<string, unknown>;
   for (const name of WRITE_METHODS) {
     const original = methods[name];
     if (typeof original !== "function") continue;
     methods[name] = function guarded(this: unknown, ...args: unknown[]): unknown {
       if (!allowed(name)) throw new Error(`LMDB ${name} outside Storage.transaction: it would bypass the write gate that compaction relies on`);
-      return Reflect.apply(original, this, args) as unknown;
+      if (depth === undefined) return Reflect.apply(original, this, args) as unknown;
+      if (depth(1) === 1) record?.(name, args);
+      try {
+        return Reflect.apply(original, this, args) as unknown;
+      } finally {
+        depth(-1);
+      }
     };
   }
 }

@@ -1,0 +1,129 @@
+// A write transaction of clustered mode: computed on this node against its copy of the shard, replicated through the
+// command log, and applied from the log, here as on every replica. The command is the transaction's writes as LMDB
+// received them (records with their ids, seqs and timestamps already fixed), so every replica that applies the
+// shard's commands in order holds byte-identical data.
+//
+// Concurrency is optimistic and per shard. A command names the shard's last accepted command it was computed after
+// (`basedOn`); every node applying the shard in log order accepts it only if that is still the last accepted one, and
+// otherwise skips it, the same way everywhere (the decision reads nothing but the log). The writer learns from its own
+// application whether its command was accepted, and computes again if not. The append also sends JetStream the
+// shard's last sequence it expects, which refuses most conflicts early; it is not relied upon, because nats-server
+// 2.9 does not serialise that check on a replicated stream (nats-io/nats-server#4320: two appends expecting the same
+// sequence can both be stored).
+import { randomUUID } from "node:crypto";
+import { Packr } from "msgpackr";
+import type { Storage, WriteOp } from "../storage/database.js";
+import { ShardMovedOn, type CommandLog } from "./command-log.js";
+import { appliedSequence, catchUp } from "./shard-applier.js";
+
+/** Conflicts retried before the transaction gives up (each retry first applies the commands that won). */
+const MAX_ATTEMPTS = 50;
+
+// Plain msgpack (no shared structures): a command must decode on any node, whatever it decoded before.
+const codec = new Packr({ useRecords: false, moreTypes: true });
+
+/** A replicated transaction as the log holds it. */
+interface WriteCommand {
+  /** The shard's last accepted command when the writes were computed (0: none). */
+  readonly basedOn: number;
+  readonly writes: readonly WriteOp[];
+}
+
+const acceptedKey = (shard: number): string => `cluster:accepted:${shard}`;
+
+/** The shard's last accepted command in this store, 0 for none. */
+export function acceptedSequence(storage: Storage, shard: number): number {
+  const value = storage.dbs.meta.get(acceptedKey(shard));
+  return typeof value === "number" ? value : 0;
+}
+
+/** Decisions remembered for the transactions waiting on them: far more than can be in flight at once. */
+const MAX_DECISIONS = 65_536;
+
+/**
+ * One shard as this node holds it: applies its commands from the log, and runs this node's transactions of it one
+ * at a time (two of them computed on the same state would only make one of them lose and start again).
+ */
+export class ShardReplica {
+  readonly #log: CommandLog;
+  readonly #storage: Storage;
+  readonly #shard: number;
+  /** Whether each command this node applied was accepted, by sequence (oldest forgotten first). */
+  readonly #decisions = new Map<number, boolean>();
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(log: CommandLog, storage: Storage, shard: number) {
+    this.#log = log;
+    this.#storage = storage;
+    this.#shard = shard;
+  }
+
+  /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
+  apply(): Promise<number> {
+    const storage = this.#storage;
+    const shard = this.#shard;
+    return catchUp(this.#log, storage, shard, (logged) => {
+      const command = codec.unpack(logged.data) as WriteCommand;
+      const accepted = command.basedOn === acceptedSequence(storage, shard);
+      this.#decide(logged.sequence, accepted);
+      if (!accepted) return;
+      storage.replayWrites(command.writes);
+      storage.dbs.meta.put(acceptedKey(shard), logged.sequence);
+    });
+  }
+
+  #decide(sequence: number, accepted: boolean): void {
+    this.#decisions.set(sequence, accepted);
+    if (this.#decisions.size > MAX_DECISIONS) this.#decisions.delete(this.#decisions.keys().next().value as number);
+  }
+
+  /**
+   * Runs `fn` as a transaction of the shard replicated through the log: resolves once the log holds it on a quorum
+   * and this store has applied it, with `fn`'s result and the command's sequence (the consistency token of the write).
+   */
+  transaction<T>(fn: () => T): Promise<{ result: T; sequence: number }> {
+    const run = this.#queue.then(() => this.#transact(fn));
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #transact<T>(fn: () => T): Promise<{ result: T; sequence: number }> {
+    const id = randomUUID();
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      await this.apply();
+      const expected = appliedSequence(this.#storage, this.#shard);
+      const basedOn = acceptedSequence(this.#storage, this.#shard);
+      const { result, writes } = await this.#storage.captureWrites(fn);
+      let sequence: number;
+      try {
+        sequence = await appendRetrying(this.#log, this.#shard, codec.pack({ basedOn, writes } satisfies WriteCommand), `${id}:${attempt}`, expected);
+      } catch (e: unknown) {
+        if (e instanceof ShardMovedOn) continue;
+        throw e;
+      }
+      await this.apply();
+      // Skipped by every node when another command was accepted after `basedOn`: compute again on the newer state.
+      const accepted = this.#decisions.get(sequence);
+      this.#decisions.delete(sequence);
+      if (accepted === true) return { result, sequence };
+      // Computing again without knowing would risk applying the transaction twice.
+      if (accepted === undefined) throw new Error(`shard ${this.#shard}: command ${sequence} was applied without its outcome being seen`);
+    }
+    throw new Error(`shard ${this.#shard}: the transaction lost ${MAX_ATTEMPTS} conflicts in a row`);
+  }
+}
+
+/** Transport failures of one append retried before the transaction fails (the same message: stored at most once). */
+const APPEND_RETRIES = 10;
+
+/** Appends, sending the same message again (same id) when the acknowledgement is lost, so it is stored once. */
+async function appendRetrying(log: CommandLog, shard: number, data: Uint8Array, id: string, expected: number): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await log.append(shard, data, id, expected);
+    } catch (e: unknown) {
+      if (e instanceof ShardMovedOn || attempt >= APPEND_RETRIES) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
