@@ -2,7 +2,7 @@
 // loopback child processes: appends acknowledged by a quorum survive a server killed mid-load and are stored exactly
 // once (a repeated append is dropped), an append that expected an older shard position is refused, a store applies
 // each command exactly once across an interrupted catch-up, and transactions replicated from two nodes at once are
-// serializable and leave both nodes' stores byte-identical.
+// serializable and leave both nodes' stores byte-identical, and what one node writes is searchable on the other.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -11,6 +11,10 @@ import { CommandLog, ShardMovedOn } from "../src/cluster/command-log.js";
 import { appliedSequence, catchUp } from "../src/cluster/shard-applier.js";
 import { ShardReplica, acceptedSequence } from "../src/cluster/replicated-transaction.js";
 import { Storage } from "../src/storage/database.js";
+import { EntryStore, newEntry } from "../src/storage/entry-store.js";
+import { MemoryIndex } from "../src/memory/memory-index.js";
+import { HashedEmbedder } from "../src/retrieval/embedders/hashed-embedder.js";
+import { createLogger } from "../src/platform/logger.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 
 const SHARDS = 4;
@@ -167,6 +171,67 @@ describe("the command log", () => {
       expect(nodes[0]!.storage.fingerprint()).toEqual(before);
     } finally {
       for (const node of nodes) {
+        await node.log.close();
+        await node.storage.close();
+        fs.rmSync(node.dir, { recursive: true, force: true });
+      }
+    }
+  }, 60_000);
+
+  it("makes entries one node writes, supersedes and deletes searchable (and unsearchable) on another", async () => {
+    const shard = 9;
+    const embedder = new HashedEmbedder(64);
+    const nodes = await Promise.all(
+      [0, 1].map(async (i) => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `engram-replica${i}-`));
+        const storage = new Storage(dir);
+        const entries = new EntryStore(storage);
+        const index = new MemoryIndex(storage, entries, embedder, createLogger("silent"));
+        const log = await CommandLog.open({ servers: [...nats.urls.slice(i), ...nats.urls.slice(0, i)] });
+        return { dir, storage, entries, index, log, replica: new ShardReplica(log, storage, shard, (writes) => index.replayed(writes)) };
+      }),
+    );
+    const [a, b] = nodes as [(typeof nodes)[number], (typeof nodes)[number]];
+    const search = (node: typeof a, text: string): string[] =>
+      node.index.search
+        .search({
+          owner: 1,
+          scopes: [{ owner: 1, runId: "ops" }],
+          includeGlobalLessons: false,
+          text,
+          queryVector: undefined,
+          filter: { entryTypes: undefined, userId: undefined, laneFilter: "", minTimestamp: undefined, maxTimestamp: undefined },
+          includeWorkingMemory: true,
+          limit: 5,
+          budget: "mid",
+          rankBy: "relevance",
+        })
+        .hits.map((hit) => hit.entry.content);
+    const write = async (contents: string[], upsertKey = ""): Promise<number[]> => {
+      const prepared = await a.index.prepare(contents.map((content) => ({ entry: newEntry({ owner: 1, runId: "ops", entryType: "fact", content, occurrenceTime: 0, upsertKey }) })));
+      const { result: written } = await a.replica.transaction(() => a.entries.writeInTransaction(prepared));
+      a.index.indexWritten(written, prepared);
+      return written.map((w) => w.record.seq);
+    };
+    try {
+      const [stalled] = await write(["The payments queue stalled at noon.", "Deploys freeze on Fridays.", "The cache warmer crashed twice."]);
+      await write(["The payments queue is healthy again."], "queue-state");
+      await write(["The payments queue stalled again after the deploy."], "queue-state");
+      await b.replica.apply();
+      expect(search(b, "payments queue")).toEqual(search(a, "payments queue"));
+      expect(search(b, "payments queue")).toContain("The payments queue stalled again after the deploy.");
+      expect(b.index.catalog.count).toBe(a.index.catalog.count);
+
+      const { result: deleted } = await a.replica.transaction(() => a.entries.deleteInTransaction(stalled as number));
+      a.index.unindex(deleted!.record.seq, deleted!.record.owner, deleted!.termFreqs);
+      await b.replica.apply();
+      expect(search(b, "stalled at noon")).not.toContain("The payments queue stalled at noon.");
+      expect(search(b, "payments queue")).toEqual(search(a, "payments queue"));
+      expect(b.index.sparse.postingCount).toBe(a.index.sparse.postingCount);
+      expect(a.storage.fingerprint()).toEqual(b.storage.fingerprint());
+    } finally {
+      for (const node of nodes) {
+        node.index.close();
         await node.log.close();
         await node.storage.close();
         fs.rmSync(node.dir, { recursive: true, force: true });

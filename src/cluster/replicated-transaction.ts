@@ -12,8 +12,8 @@
 // sequence can both be stored).
 import { randomUUID } from "node:crypto";
 import { Packr } from "msgpackr";
-import type { Storage, WriteOp } from "../storage/database.js";
-import { ShardMovedOn, type CommandLog } from "./command-log.js";
+import type { ReplayedWrite, Storage, WriteOp } from "../storage/database.js";
+import { ShardMovedOn, type CommandLog, type LoggedCommand } from "./command-log.js";
 import { appliedSequence, catchUp } from "./shard-applier.js";
 
 /** Conflicts retried before the transaction gives up (each retry first applies the commands that won). */
@@ -26,8 +26,13 @@ const codec = new Packr({ useRecords: false, moreTypes: true });
 interface WriteCommand {
   /** The shard's last accepted command when the writes were computed (0: none). */
   readonly basedOn: number;
+  /** The replica that computed it: its own code updates what it derives from the writes, not the replay. */
+  readonly writer: string;
   readonly writes: readonly WriteOp[];
 }
+
+/** What a node derives from its store (indexes, caches) follows the accepted commands other nodes wrote. */
+export type ReplayListener = (writes: readonly ReplayedWrite[]) => void;
 
 const acceptedKey = (shard: number): string => `cluster:accepted:${shard}`;
 
@@ -51,25 +56,47 @@ export class ShardReplica {
   /** Whether each command this node applied was accepted, by sequence (oldest forgotten first). */
   readonly #decisions = new Map<number, boolean>();
   #queue: Promise<unknown> = Promise.resolve();
+  /** Names this replica's commands in the log. */
+  readonly #writer = randomUUID();
+  readonly #listener: ReplayListener | undefined;
+  /** Catch-ups run one at a time, so that the listener hears the commands in log order. */
+  #applying: Promise<unknown> = Promise.resolve();
 
-  constructor(log: CommandLog, storage: Storage, shard: number) {
+  /** `listener` hears the writes of every accepted command another replica wrote, once they are committed here. */
+  constructor(log: CommandLog, storage: Storage, shard: number, listener?: ReplayListener) {
     this.#log = log;
     this.#storage = storage;
     this.#shard = shard;
+    this.#listener = listener;
   }
 
   /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
   apply(): Promise<number> {
+    const run = this.#applying.then(() => this.#catchUp());
+    this.#applying = run.catch(() => undefined);
+    return run;
+  }
+
+  #catchUp(): Promise<number> {
     const storage = this.#storage;
     const shard = this.#shard;
-    return catchUp(this.#log, storage, shard, (logged) => {
+    let replayed: ReplayedWrite[] = [];
+    const apply = (logged: LoggedCommand): void => {
       const command = codec.unpack(logged.data) as WriteCommand;
       const accepted = command.basedOn === acceptedSequence(storage, shard);
       this.#decide(logged.sequence, accepted);
+      replayed = [];
       if (!accepted) return;
-      storage.replayWrites(command.writes);
+      const observe = this.#listener !== undefined && command.writer !== this.#writer ? (write: ReplayedWrite) => replayed.push(write) : undefined;
+      storage.replayWrites(command.writes, observe);
       storage.dbs.meta.put(acceptedKey(shard), logged.sequence);
-    });
+    };
+    // Each command is committed before the next is applied: `replayed` is always the last one's.
+    const committed = (): void => {
+      if (replayed.length > 0) this.#listener?.(replayed);
+      replayed = [];
+    };
+    return catchUp(this.#log, storage, shard, apply, committed);
   }
 
   #decide(sequence: number, accepted: boolean): void {
@@ -96,7 +123,7 @@ export class ShardReplica {
       const { result, writes } = await this.#storage.captureWrites(fn);
       let sequence: number;
       try {
-        sequence = await appendRetrying(this.#log, this.#shard, codec.pack({ basedOn, writes } satisfies WriteCommand), `${id}:${attempt}`, expected);
+        sequence = await appendRetrying(this.#log, this.#shard, codec.pack({ basedOn, writer: this.#writer, writes } satisfies WriteCommand), `${id}:${attempt}`, expected);
       } catch (e: unknown) {
         if (e instanceof ShardMovedOn) continue;
         throw e;

@@ -14,17 +14,21 @@ export function appliedSequence(storage: Storage, shard: number): number {
 
 /**
  * Applies `shard`'s commands after the last one this store committed, up to the log's end when called; `apply` runs
- * inside the write transaction and must only write through `storage`. Returns the shard's applied sequence.
+ * inside the write transaction and must only write through `storage`, `committed` after the transaction committed
+ * (for what is derived from the store). Returns the shard's applied sequence.
  */
-export async function catchUp(log: CommandLog, storage: Storage, shard: number, apply: (command: LoggedCommand) => void): Promise<number> {
+export async function catchUp(log: CommandLog, storage: Storage, shard: number, apply: (command: LoggedCommand) => void, committed?: (command: LoggedCommand) => void): Promise<number> {
   let applied = appliedSequence(storage, shard);
   for await (const command of log.read(shard, applied)) {
+    let appliedNow = false;
     await storage.transaction(() => {
       // A command another catch-up of the same shard committed meanwhile is not applied again.
       if (command.sequence <= appliedSequence(storage, shard)) return;
       apply(command);
       storage.dbs.meta.put(appliedKey(shard), command.sequence);
+      appliedNow = true;
     });
+    if (appliedNow) committed?.(command);
     applied = command.sequence;
   }
   return applied;

@@ -3,8 +3,9 @@
 import path from "node:path";
 import type { Logger } from "../platform/logger.js";
 import type { Readiness } from "../platform/readiness.js";
-import type { Storage } from "../storage/database.js";
-import type { EntryStore, NewEntry, PreparedEntry, Reindex, UpdatedEntry, WrittenEntry } from "../storage/entry-store.js";
+import type { ReplayedWrite, Storage } from "../storage/database.js";
+import { decodeTerms, vectorFromBytes, type EntryStore, type NewEntry, type PreparedEntry, type Reindex, type UpdatedEntry, type WrittenEntry } from "../storage/entry-store.js";
+import { decodeEntry } from "../storage/entry-record.js";
 import type { Embedder } from "../retrieval/embedder.js";
 import { Catalog } from "../retrieval/catalog.js";
 import { SparseIndex } from "../retrieval/sparse-index.js";
@@ -89,6 +90,30 @@ export class MemoryIndex {
       this.dense.scheduleIndexing();
       this.dense.saveSoon();
     }
+  }
+
+  /**
+   * Clustered mode: the writes of a command another node computed, replayed into this store and committed, made
+   * searchable here as that node's own code made them there: entries, their index terms and their vectors.
+   */
+  replayed(writes: readonly ReplayedWrite[]): void {
+    for (const { db, key, before, after } of writes) {
+      const seq = key as number;
+      // Written before its terms and vector, removed after them: the catalog answers for the entry's owner.
+      if (db === "entries") {
+        if (after === undefined) this.catalog.remove(seq);
+        else if (before === undefined) this.catalog.add(decodeEntry(after, seq));
+        else this.catalog.replace(decodeEntry(after, seq));
+      } else if (db === "entryTerms") {
+        if (before !== undefined) this.sparse.remove(seq, decodeTerms(seq, before));
+        if (after !== undefined) this.sparse.add(seq, decodeTerms(seq, after));
+      } else if (db === "vectors") {
+        if (after === undefined) this.dense.remove(seq);
+        else this.dense.add(seq, vectorFromBytes(after as Uint8Array));
+      }
+    }
+    this.dense.generation = this.#entries.vectorGeneration();
+    this.dense.scheduleIndexing();
   }
 
   /** Forgets a committed deletion: nothing of the entry remains searchable. */

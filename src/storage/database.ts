@@ -215,6 +215,14 @@ export interface WriteOp {
   readonly args: readonly unknown[];
 }
 
+/** A write replayed from the log, with the value it replaced (undefined: none) and the one it left (undefined: removed). */
+export interface ReplayedWrite {
+  readonly db: keyof Databases;
+  readonly key: unknown;
+  readonly before: unknown;
+  readonly after: unknown;
+}
+
 /** Thrown inside a capturing transaction once its writes are recorded, so that LMDB discards them. */
 class CaptureDone extends Error {}
 
@@ -340,13 +348,19 @@ export class Storage {
     return result as { result: T; writes: WriteOp[] };
   }
 
-  /** Replays captured writes, in order; call inside a transaction (clustered mode applies them with its log position). */
-  replayWrites(writes: readonly WriteOp[]): void {
+  /**
+   * Replays captured writes, in order; call inside a transaction (clustered mode applies them with its log position).
+   * `observe` sees each write with the value it replaced, for the in-memory state derived from the store.
+   */
+  replayWrites(writes: readonly WriteOp[], observe?: (write: ReplayedWrite) => void): void {
     for (const { db, method, args } of writes) {
-      const target = this.#dbs[db] as unknown as Record<string, ((...a: unknown[]) => unknown) | undefined> | undefined;
+      const target = this.#dbs[db] as unknown as (Record<string, ((...a: unknown[]) => unknown) | undefined> & { get(key: unknown): unknown }) | undefined;
       const write = target?.[method];
-      if (write === undefined) throw new Error(`no database ${String(db)} to replay a ${method} on`);
+      if (target === undefined || write === undefined) throw new Error(`no database ${String(db)} to replay a ${method} on`);
+      const key = args[0];
+      const before = observe === undefined ? undefined : target.get(key);
       write.apply(target, [...args]);
+      observe?.({ db, key, before, after: method === "put" ? args[1] : undefined });
     }
   }
 

@@ -527,7 +527,8 @@ function encodeTerms(termFreqs: ReadonlyMap<string, number>): { terms: string[];
   return { terms: [...termFreqs.keys()], tfs: [...termFreqs.values()] };
 }
 
-function decodeTerms(seq: number, value: unknown): Map<string, number> {
+/** An entry's stored index terms (an `entry_terms` value) as term → frequency. */
+export function decodeTerms(seq: number, value: unknown): Map<string, number> {
   const r = openFields("entry_terms", seq, value);
   const terms = r.strings("terms");
   const tfs = r.numbers("tfs");
