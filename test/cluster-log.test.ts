@@ -2,7 +2,8 @@
 // loopback child processes: appends acknowledged by a quorum survive a server killed mid-load and are stored exactly
 // once (a repeated append is dropped), an append that expected an older shard position is refused, a store applies
 // each command exactly once across an interrupted catch-up, and transactions replicated from two nodes at once are
-// serializable and leave both nodes' stores byte-identical, and what one node writes is searchable on the other.
+// serializable and leave both nodes' stores byte-identical, what one node writes is searchable on the other, and a new
+// node starts from a snapshot plus the log's tail.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -15,6 +16,7 @@ import { EntryStore, newEntry } from "../src/storage/entry-store.js";
 import { MemoryIndex } from "../src/memory/memory-index.js";
 import { HashedEmbedder } from "../src/retrieval/embedders/hashed-embedder.js";
 import { createLogger } from "../src/platform/logger.js";
+import { SnapshotStore } from "../src/cluster/shard-snapshots.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 
 const SHARDS = 4;
@@ -236,6 +238,55 @@ describe("the command log", () => {
         await node.storage.close();
         fs.rmSync(node.dir, { recursive: true, force: true });
       }
+    }
+  }, 60_000);
+
+  it("starts a new node from a snapshot and the log's tail, byte-identical to the node that took it", async () => {
+    const shard = 11;
+    const snapshots = await SnapshotStore.open({ servers: nats.urls });
+    const node = async (): Promise<{ dir: string; storage: Storage; log: CommandLog; replica: ShardReplica }> => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-snapnode-"));
+      const storage = new Storage(dir);
+      const log = await CommandLog.open({ servers: nats.urls });
+      return { dir, storage, log, replica: new ShardReplica(log, storage, shard) };
+    };
+    const a = await node();
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), "engram-snapfresh-"));
+    const increment = (): Promise<unknown> =>
+      a.replica.transaction(() => {
+        const current = a.storage.dbs.meta.get("test:counter");
+        const next = (typeof current === "number" ? current : 0) + 1;
+        a.storage.dbs.meta.put("test:counter", next);
+        a.storage.dbs.meta.put(`test:row:${next}`, { next, text: "x".repeat(next) });
+      });
+    let c: { storage: Storage; log: CommandLog; replica: ShardReplica } | undefined;
+    try {
+      for (let i = 0; i < 30; i++) await increment();
+      const taken = await snapshots.publish(a.storage, "shard-11", [shard]);
+      expect(taken.positions["11"]).toBe(appliedSequence(a.storage, shard));
+      for (let i = 0; i < 20; i++) await increment();
+
+      expect(await snapshots.restore("missing", path.join(fresh, "never"))).toBeUndefined();
+      const restored = await snapshots.restore("shard-11", path.join(fresh, "lmdb"));
+      expect(restored?.positions).toEqual(taken.positions);
+      const storage = new Storage(path.join(fresh, "lmdb"));
+      const log = await CommandLog.open({ servers: nats.urls });
+      c = { storage, log, replica: new ShardReplica(log, storage, shard) };
+      // The copy holds the commands up to its position and nothing after: the new node applies only the tail.
+      expect(appliedSequence(storage, shard)).toBe(taken.positions["11"]);
+      expect(storage.dbs.meta.get("test:counter")).toBe(30);
+      await c.replica.apply();
+      await a.replica.apply();
+      expect(storage.dbs.meta.get("test:counter")).toBe(50);
+      expect(storage.fingerprint()).toEqual(a.storage.fingerprint());
+    } finally {
+      for (const n of [a, ...(c === undefined ? [] : [c])]) {
+        await n.log.close();
+        await n.storage.close();
+      }
+      await snapshots.close();
+      fs.rmSync(a.dir, { recursive: true, force: true });
+      fs.rmSync(fresh, { recursive: true, force: true });
     }
   }, 60_000);
 });
