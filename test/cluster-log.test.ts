@@ -33,6 +33,13 @@ afterAll(async () => {
   await nats.stop();
 });
 
+/** Closes a test node's log and store and removes its directory. */
+async function closeNode(node: { dir: string; log: CommandLog; storage: Storage }): Promise<void> {
+  await node.log.close();
+  await node.storage.close();
+  fs.rmSync(node.dir, { recursive: true, force: true });
+}
+
 /** Every command of every shard, as (id, sequence). */
 async function everything(log: CommandLog): Promise<{ id: string; sequence: number }[]> {
   const out: { id: string; sequence: number }[] = [];
@@ -172,11 +179,7 @@ describe("the command log", () => {
       await nodes[0]!.storage.captureWrites(() => nodes[0]!.storage.dbs.meta.put("test:counter", -1));
       expect(nodes[0]!.storage.fingerprint()).toEqual(before);
     } finally {
-      for (const node of nodes) {
-        await node.log.close();
-        await node.storage.close();
-        fs.rmSync(node.dir, { recursive: true, force: true });
-      }
+      for (const node of nodes) await closeNode(node);
     }
   }, 60_000);
 
@@ -234,9 +237,7 @@ describe("the command log", () => {
     } finally {
       for (const node of nodes) {
         node.index.close();
-        await node.log.close();
-        await node.storage.close();
-        fs.rmSync(node.dir, { recursive: true, force: true });
+        await closeNode(node);
       }
     }
   }, 60_000);
