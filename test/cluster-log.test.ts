@@ -290,4 +290,32 @@ describe("the command log", () => {
       fs.rmSync(fresh, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("keeps a following replica current: a read carrying a write's token sees the write, and waits a bounded time", async () => {
+    const shard = 13;
+    const nodes = await Promise.all(
+      [0, 1].map(async (i) => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `engram-follow${i}-`));
+        const storage = new Storage(dir);
+        const log = await CommandLog.open({ servers: [...nats.urls.slice(i), ...nats.urls.slice(0, i)] });
+        return { dir, storage, log, replica: new ShardReplica(log, storage, shard) };
+      }),
+    );
+    const [a, b] = nodes as [(typeof nodes)[number], (typeof nodes)[number]];
+    const stop = b.replica.follow();
+    try {
+      for (let n = 1; n <= 10; n++) {
+        const { sequence } = await a.replica.transaction(() => a.storage.dbs.meta.put("test:last", n));
+        // No write on b: only its follower brings the command, and the token says when it has.
+        expect(await b.replica.waitFor(sequence, 10_000)).toBe(true);
+        expect(b.storage.dbs.meta.get("test:last")).toBe(n);
+      }
+      const last = appliedSequence(b.storage, shard);
+      expect(await b.replica.waitFor(last + 1_000_000, 200)).toBe(false);
+      expect(b.storage.fingerprint()).toEqual(a.storage.fingerprint());
+    } finally {
+      stop();
+      for (const node of nodes) await closeNode(node);
+    }
+  }, 60_000);
 });

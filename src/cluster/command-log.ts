@@ -127,6 +127,15 @@ export class CommandLog {
     }
   }
 
+  /**
+   * Calls `wake` whenever a command is appended to the shard (a plain subscription to its subject: a hint, which may
+   * be missed while disconnected; followers also poll). Returns the unsubscribe.
+   */
+  onAppended(shard: number, wake: () => void): () => void {
+    const subscription = this.#connection.subscribe(this.#subject(shard), { callback: () => wake() });
+    return () => subscription.unsubscribe();
+  }
+
   async close(): Promise<void> {
     await this.#connection.drain();
   }

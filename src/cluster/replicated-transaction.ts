@@ -42,6 +42,14 @@ export function acceptedSequence(storage: Storage, shard: number): number {
   return typeof value === "number" ? value : 0;
 }
 
+/** A follower polls the log this often besides waking on each append (an append's hint can be missed). */
+const FOLLOW_POLL_MS = 1_000;
+/** Reads waiting for a position at once; more are refused rather than queued without a bound. */
+const MAX_WAITERS = 10_000;
+
+/** Too many reads were already waiting for this replica to catch up. */
+export class TooManyWaiters extends Error {}
+
 /** Decisions remembered for the transactions waiting on them: far more than can be in flight at once. */
 const MAX_DECISIONS = 65_536;
 
@@ -70,11 +78,75 @@ export class ShardReplica {
     this.#listener = listener;
   }
 
+  /** Reads waiting until this store has applied a position (read-your-writes). */
+  readonly #waiters = new Set<{ readonly sequence: number; readonly done: () => void }>();
+
   /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
   apply(): Promise<number> {
     const run = this.#applying.then(() => this.#catchUp());
     this.#applying = run.catch(() => undefined);
-    return run;
+    return run.then((applied) => {
+      for (const waiter of this.#waiters) if (waiter.sequence <= applied) waiter.done();
+      return applied;
+    });
+  }
+
+  /**
+   * Keeps applying the shard's commands as they are appended, until the returned stop is called: a replica serving
+   * reads of the shard follows it.
+   */
+  follow(): () => void {
+    let running = false;
+    let again = false;
+    const wake = async (): Promise<void> => {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      try {
+        do {
+          again = false;
+          await this.apply();
+        } while (again);
+      } catch {
+        // The log unreachable for now: the next append or poll tries again.
+      } finally {
+        running = false;
+      }
+    };
+    const unsubscribe = this.#log.onAppended(this.#shard, () => void wake());
+    const poll = setInterval(() => void wake(), FOLLOW_POLL_MS);
+    poll.unref();
+    void wake();
+    return () => {
+      unsubscribe();
+      clearInterval(poll);
+    };
+  }
+
+  /**
+   * Read-your-writes: resolves true once this store has applied the shard's command `sequence` (a write's consistency
+   * token), or false after `timeoutMs` without it. Needs a follower, or a transaction, to make progress.
+   */
+  waitFor(sequence: number, timeoutMs: number): Promise<boolean> {
+    if (appliedSequence(this.#storage, this.#shard) >= sequence) return Promise.resolve(true);
+    if (this.#waiters.size >= MAX_WAITERS) return Promise.reject(new TooManyWaiters(`${MAX_WAITERS} reads already wait for shard ${this.#shard}`));
+    return new Promise((resolve) => {
+      const waiter = {
+        sequence,
+        done: () => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(true);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        resolve(appliedSequence(this.#storage, this.#shard) >= sequence);
+      }, timeoutMs);
+      this.#waiters.add(waiter);
+    });
   }
 
   #catchUp(): Promise<number> {
