@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CommandLog, ShardMovedOn } from "../src/cluster/command-log.js";
+import { CommandLog, LogTruncated, ShardMovedOn } from "../src/cluster/command-log.js";
 import { appliedSequence, catchUp } from "../src/cluster/shard-applier.js";
 import { ShardReplica, acceptedSequence } from "../src/cluster/replicated-transaction.js";
 import { Storage } from "../src/storage/database.js";
@@ -283,6 +283,20 @@ describe("the command log", () => {
       await a.replica.apply();
       expect(storage.dbs.meta.get("test:counter")).toBe(50);
       expect(storage.fingerprint()).toEqual(a.storage.fingerprint());
+
+      // The log is bounded by the snapshot: what it holds is dropped, a reader from before it is told to restore, a
+      // node from the snapshot still catches up.
+      await a.log.truncate(shard, taken.positions["11"] as number);
+      expect(await a.log.truncatedUpTo(shard)).toBe(taken.positions["11"]);
+      await expect(a.log.read(shard, 0).next()).rejects.toBeInstanceOf(LogTruncated);
+      const wiped = new Storage(fs.mkdtempSync(path.join(os.tmpdir(), "engram-wiped-")));
+      await expect(new ShardReplica(a.log, wiped, shard).apply()).rejects.toBeInstanceOf(LogTruncated);
+      await wiped.close();
+      fs.rmSync(wiped.dir, { recursive: true, force: true });
+      const tail: number[] = [];
+      for await (const command of a.log.read(shard, taken.positions["11"] as number)) tail.push(command.sequence);
+      expect(tail).toHaveLength(20);
+      expect(tail[tail.length - 1]).toBe(appliedSequence(a.storage, shard));
     } finally {
       await closeNode(a);
       if (c !== undefined) await closeNode({ ...c, dir: fresh });

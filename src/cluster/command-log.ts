@@ -30,6 +30,9 @@ export interface LoggedCommand {
 /** An append that named the shard's last sequence it expected, and another command got there first. */
 export class ShardMovedOn extends Error {}
 
+/** A read from a position the log no longer holds the commands after: the reader must start from a snapshot. */
+export class LogTruncated extends Error {}
+
 const DEFAULT_STREAM = "ENGRAM_LOG";
 /** Empty fetches (2 s each) in a row before a read gives up on the log. */
 const READ_ATTEMPTS = 10;
@@ -99,11 +102,37 @@ export class CommandLog {
   }
 
   /**
+   * Drops the shard's commands up to `upTo` (a snapshot holds their effects), after recording the mark on a subject of
+   * its own: a reader from before the mark is told so (LogTruncated) instead of silently missing commands.
+   */
+  async truncate(shard: number, upTo: number): Promise<void> {
+    if (upTo <= (await this.truncatedUpTo(shard))) return;
+    await this.#client.publish(this.#markSubject(shard), new TextEncoder().encode(String(upTo)));
+    await this.#manager.streams.purge(this.#stream, { filter: this.#subject(shard), seq: upTo + 1 });
+    // Only the newest mark is needed.
+    const mark = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) });
+    if (mark !== null) await this.#manager.streams.purge(this.#stream, { filter: this.#markSubject(shard), seq: mark.seq });
+  }
+
+  /** The position up to which the shard's commands were dropped, 0 when none were. */
+  async truncatedUpTo(shard: number): Promise<number> {
+    const mark = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) });
+    return mark === null ? 0 : Number(new TextDecoder().decode(mark.data)) || 0;
+  }
+
+  #markSubject(shard: number): string {
+    return `${this.#stream}.truncated-${shard}`;
+  }
+
+  /**
    * The shard's commands after `after`, in stream order, up to the last one stored when the read began: the tail a
-   * node applies to catch up. Reads in pages of `pageSize`.
+   * node applies to catch up. Reads in pages of `pageSize`. Throws LogTruncated when commands after `after` were
+   * dropped.
    */
   async *read(shard: number, after: number, pageSize = 256): AsyncGenerator<LoggedCommand> {
     const last = await this.lastSequence(shard);
+    const truncated = await this.truncatedUpTo(shard);
+    if (after < truncated) throw new LogTruncated(`shard ${shard}: the log holds only the commands after ${truncated}, the reader is at ${after}; start from a snapshot`);
     let position = after;
     // A fetch can come back empty while the stream's leader changes (a server lost): read on from where it stopped.
     for (let emptyFetches = 0; position < last; ) {
