@@ -110,8 +110,6 @@ interface ColumnsPage extends Page {
 }
 
 const ROWS = PAGE_MASK + 1;
-/** Bytes of one page's columns. */
-const PAGE_BYTES = ROWS * (4 * 4 + 3 + 8 * 2 + 4 * 2 + 4);
 
 function columnsPage(): ColumnsPage {
   return {
@@ -130,6 +128,9 @@ function columnsPage(): ColumnsPage {
     learned: new Float32Array(ROWS),
   };
 }
+
+/** Bytes of one page's columns, counted on an empty page so that a column added later is counted too. */
+const PAGE_BYTES = Object.values(columnsPage()).reduce((bytes: number, column: unknown) => bytes + (ArrayBuffer.isView(column) ? column.byteLength : 0), 0);
 
 /** A speaker label opening the content, as in "Caroline: I went to the support group." */
 const SPEAKER_LABEL = /^([\p{Lu}][\p{L}'.-]*(?: [\p{Lu}][\p{L}'.-]*){0,3}):\s/u;

@@ -15,21 +15,31 @@ export interface Page {
 export class SeqPages<P extends Page> {
   readonly #make: () => P;
   readonly #pages: (P | undefined)[] = [];
+  readonly #shift: number;
   #allocated = 0;
 
-  /** `make` creates an empty page (every column zeroed, live 0). */
-  constructor(make: () => P) {
+  /**
+   * `make` creates an empty page (every column zeroed, live 0); a page holds 2^`shift` rows (1,024 unless a caller
+   * sizes pages by what a row holds, as the vectors do).
+   */
+  constructor(make: () => P, shift = PAGE_SHIFT) {
     this.#make = make;
+    this.#shift = shift;
   }
 
-  /** The page holding `seq`'s row, if it is allocated; the row is `seq & PAGE_MASK`. */
+  /** Rows per page. */
+  get rows(): number {
+    return 1 << this.#shift;
+  }
+
+  /** The page holding `seq`'s row, if it is allocated; the row is `seq & (rows - 1)`. */
   page(seq: number): P | undefined {
-    return this.#pages[seq >>> PAGE_SHIFT];
+    return this.#pages[seq >>> this.#shift];
   }
 
   /** The page for `seq`, allocated if it was not. */
   pageFor(seq: number): P {
-    const at = seq >>> PAGE_SHIFT;
+    const at = seq >>> this.#shift;
     let page = this.#pages[at];
     if (page === undefined) {
       page = this.#make();
@@ -42,11 +52,18 @@ export class SeqPages<P extends Page> {
 
   /** One of the page's rows was emptied: the page is released when it was its last. */
   emptied(seq: number): void {
-    const at = seq >>> PAGE_SHIFT;
+    const at = seq >>> this.#shift;
     const page = this.#pages[at];
     if (page === undefined || --page.live > 0) return;
     this.#pages[at] = undefined;
     this.#allocated--;
+  }
+
+  /** Calls `visit` for every allocated page, in seq order, with the seq of its first row. */
+  forEachPage(visit: (page: P, firstSeq: number) => void): void {
+    this.#pages.forEach((page, at) => {
+      if (page !== undefined) visit(page, at << this.#shift);
+    });
   }
 
   /** Pages allocated now. */
