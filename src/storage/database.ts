@@ -326,7 +326,7 @@ export class Storage {
 
   /**
    * Runs `fn` as a transaction whose writes are recorded and then discarded: the store is left as it was, and the
-   * caller gets `fn`'s result and its writes, to have them replicated before they are applied (`applyWrites`).
+   * caller gets `fn`'s result and its writes, to have them replicated before they are applied (`replayWrites`).
    * Inside `fn`, reads see its own writes as in any transaction.
    */
   async captureWrites<T>(fn: () => T): Promise<{ result: T; writes: WriteOp[] }> {
