@@ -129,9 +129,6 @@ function columnsPage(): ColumnsPage {
   };
 }
 
-/** Bytes of one page's columns, counted on an empty page so that a column added later is counted too. */
-const PAGE_BYTES = Object.values(columnsPage()).reduce((bytes: number, column: unknown) => bytes + (ArrayBuffer.isView(column) ? column.byteLength : 0), 0);
-
 /** A speaker label opening the content, as in "Caroline: I went to the support group." */
 const SPEAKER_LABEL = /^([\p{Lu}][\p{L}'.-]*(?: [\p{Lu}][\p{L}'.-]*){0,3}):\s/u;
 
@@ -216,7 +213,7 @@ export class Catalog {
 
   /** Bytes allocated for the per-entry columns (whole pages): storage statistics. */
   get memoryBytes(): number {
-    return this.#columns.allocated * PAGE_BYTES + this.#columns.slots * 8;
+    return this.#columns.byteLength;
   }
 
   /** An entry's flags; 0 when it is absent. */

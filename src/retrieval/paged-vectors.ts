@@ -37,12 +37,12 @@ export class PagedVectors {
   }
 
   get rowsPerPage(): number {
-    return this.#mask + 1;
+    return this.#pages.rows;
   }
 
   /** Bytes held by the pages alive now. */
   get byteLength(): number {
-    return this.#pages.allocated * (this.rowsPerPage * (this.dimensions * 4 + 1 + 4)) + this.#pages.slots * 8;
+    return this.#pages.byteLength;
   }
 
   has(seq: number): boolean {

@@ -17,6 +17,8 @@ export class SeqPages<P extends Page> {
   readonly #pages: (P | undefined)[] = [];
   readonly #shift: number;
   #allocated = 0;
+  /** Bytes of one page's columns, measured on the first page asked for. */
+  #pageBytes: number | undefined;
 
   /**
    * `make` creates an empty page (every column zeroed, live 0); a page holds 2^`shift` rows (1,024 unless a caller
@@ -66,13 +68,23 @@ export class SeqPages<P extends Page> {
     });
   }
 
+  /**
+   * Bytes held: the pages alive (their typed arrays, a buffer two columns share counted once) and the page table
+   * (8 bytes a slot). Measured on a page as `make` builds it, so a column added later is counted too.
+   */
+  get byteLength(): number {
+    this.#pageBytes ??= pageBytes(this.#make());
+    return this.#allocated * this.#pageBytes + this.#pages.length * 8;
+  }
+
   /** Pages allocated now. */
   get allocated(): number {
     return this.#allocated;
   }
+}
 
-  /** Slots of the page table (one per 1,024 seqs up to the highest): 8 bytes each. */
-  get slots(): number {
-    return this.#pages.length;
-  }
+function pageBytes(page: Page): number {
+  const buffers = new Set<ArrayBufferLike>();
+  for (const column of Object.values(page)) if (ArrayBuffer.isView(column)) buffers.add(column.buffer);
+  return [...buffers].reduce((bytes, buffer) => bytes + buffer.byteLength, 0);
 }

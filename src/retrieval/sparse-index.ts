@@ -80,7 +80,7 @@ export class SparseIndex {
 
   /** Bytes allocated for the posting lists (their typed arrays, spare capacity included). */
   get memoryBytes(): number {
-    let bytes = this.#entries.allocated * ROWS * (4 + 16) + this.#entries.slots * 8;
+    let bytes = this.#entries.byteLength;
     for (const terms of this.#postings.values()) for (const list of terms.values()) bytes += list.byteLength;
     return bytes;
   }

@@ -241,9 +241,9 @@ export class VectorIndex {
   }
 
   /**
-   * Start-up: a stored vector (its floats, or the bytes LMDB holds), before `loadGraph`, which queues what the loaded graphs lack and gives every partition
-   * large enough without one a new graph. Unlike `add`, it never looks at a graph: at a million vectors the lookups
-   * alone held start-up for a second.
+   * Start-up: a stored vector (its floats, or the bytes LMDB holds), before `loadGraph`, which queues what the loaded
+   * graphs lack and gives every partition large enough without one a new graph. Unlike `add`, it never looks at a
+   * graph: at a million vectors the lookups alone held start-up for a second.
    */
   restore(seq: number, vector: Float32Array | Uint8Array): void {
     const partition = this.#partitionOf(seq);
