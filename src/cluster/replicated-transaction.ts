@@ -63,12 +63,15 @@ export class ShardReplica {
   readonly #shard: number;
   /** Whether each command this node applied was accepted, by sequence (oldest forgotten first). */
   readonly #decisions = new Map<number, boolean>();
-  #queue: Promise<unknown> = Promise.resolve();
+  /** This node's transactions of the shard, one at a time. */
+  readonly #transactionTurn = oneAtATime();
+  /** Catch-ups, one at a time, so that the listener hears the commands in log order. */
+  readonly #applyTurn = oneAtATime();
   /** Names this replica's commands in the log. */
   readonly #writer = randomUUID();
   readonly #listener: ReplayListener | undefined;
-  /** Catch-ups run one at a time, so that the listener hears the commands in log order. */
-  #applying: Promise<unknown> = Promise.resolve();
+  /** Reads waiting until this store has applied a position (read-your-writes). */
+  readonly #waiters = new Set<{ readonly sequence: number; readonly done: () => void }>();
 
   /** `listener` hears the writes of every accepted command another replica wrote, once they are committed here. */
   constructor(log: CommandLog, storage: Storage, shard: number, listener?: ReplayListener) {
@@ -78,14 +81,9 @@ export class ShardReplica {
     this.#listener = listener;
   }
 
-  /** Reads waiting until this store has applied a position (read-your-writes). */
-  readonly #waiters = new Set<{ readonly sequence: number; readonly done: () => void }>();
-
   /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
   apply(): Promise<number> {
-    const run = this.#applying.then(() => this.#catchUp());
-    this.#applying = run.catch(() => undefined);
-    return run.then((applied) => {
+    return this.#applyTurn(() => this.#catchUp()).then((applied) => {
       for (const waiter of this.#waiters) if (waiter.sequence <= applied) waiter.done();
       return applied;
     });
@@ -181,9 +179,7 @@ export class ShardReplica {
    * and this store has applied it, with `fn`'s result and the command's sequence (the consistency token of the write).
    */
   transaction<T>(fn: () => T): Promise<{ result: T; sequence: number }> {
-    const run = this.#queue.then(() => this.#transact(fn));
-    this.#queue = run.catch(() => undefined);
-    return run;
+    return this.#transactionTurn(() => this.#transact(fn));
   }
 
   async #transact<T>(fn: () => T): Promise<{ result: T; sequence: number }> {
@@ -210,6 +206,16 @@ export class ShardReplica {
     }
     throw new Error(`shard ${this.#shard}: the transaction lost ${MAX_ATTEMPTS} conflicts in a row`);
   }
+}
+
+/** Runs the tasks given to it one at a time, in order; a task that fails does not stop the next. */
+function oneAtATime(): <T>(task: () => Promise<T>) => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>): Promise<T> => {
+    const run = last.then(task);
+    last = run.catch(() => undefined);
+    return run;
+  };
 }
 
 /** Transport failures of one append retried before the transaction fails (the same message: stored at most once). */
