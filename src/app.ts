@@ -3,7 +3,9 @@ import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./platform/logger.js";
 import { createMetrics, type Metrics } from "./platform/metrics.js";
 import { Readiness } from "./platform/readiness.js";
-import { openStorage } from "./storage/database.js";
+import { openStorage, type ReplayedWrite } from "./storage/database.js";
+import { ClusterNode } from "./cluster/cluster-node.js";
+import { clusterInterceptor } from "./transport/interceptors/cluster.js";
 import type { WriteFaults } from "./storage/write-faults.js";
 import { BackgroundGate } from "./platform/background-gate.js";
 import { UserStore } from "./storage/user-store.js";
@@ -128,6 +130,10 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const metrics = createMetrics();
   const readiness = new Readiness();
   const storage = openStorage(config.dataDir, { maxStoreBytes: config.maxStoreBytes });
+  // Clustered: the store catches up on the log before anything reads it; the indexes hear other nodes' writes once
+  // they are loaded (`follow` below).
+  let onReplayed: (writes: readonly ReplayedWrite[]) => void = () => undefined;
+  const cluster = config.cluster === undefined ? undefined : await ClusterNode.join(config.cluster, storage, logger, (writes) => onReplayed(writes));
   const users = new UserStore(storage);
   const entries = new EntryStore(storage);
   const controlSessionStore = new ControlSessionStore(storage, entries);
@@ -153,7 +159,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     config.rateLimit === undefined ? undefined : { buckets: new TokenBuckets(config.rateLimit, options.rateLimitNow ?? (() => performance.now())), limitAdmin: config.rateLimit.limitAdmin };
   const rateLimit = limits === undefined ? [] : [rateLimitInterceptor(limits.buckets, limits.limitAdmin)];
   const record = callRecorder(logger, metrics);
-  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), authInterceptor(authenticator), ...rateLimit, policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
+  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), authInterceptor(authenticator), ...rateLimit, clusterInterceptor(cluster), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
@@ -263,8 +269,13 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     await server.close();
     index.close();
     core.close();
+    await cluster?.close();
     await storage.close();
     throw e;
+  }
+  if (cluster !== undefined) {
+    onReplayed = (writes) => index.replayed(writes);
+    cluster.follow();
   }
   readiness.markReady();
   ingest.start();
@@ -298,6 +309,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       await ingest.stop();
       livenessWatch.stop();
       await runDeletion.stop();
+      await cluster?.close();
       index.saveSparseSnapshot();
       index.close();
       core.close();

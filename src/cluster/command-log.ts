@@ -56,7 +56,7 @@ export class CommandLog {
     const stream = options.stream ?? DEFAULT_STREAM;
     const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
-      const manager = await jetstreamManager(connection);
+      const manager = await createRetrying(() => jetstreamManager(connection));
       const config = {
         name: stream,
         subjects: [`${stream}.*`],
@@ -97,7 +97,7 @@ export class CommandLog {
   /** The sequence of a shard's last command, 0 when it has none. */
   async lastSequence(shard: number): Promise<number> {
     // null when the shard has no command; any other failure is thrown, never read as an empty shard.
-    const message = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#subject(shard) });
+    const message = await createRetrying(() => this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#subject(shard) }));
     return message?.seq ?? 0;
   }
 
@@ -116,7 +116,7 @@ export class CommandLog {
 
   /** The position up to which the shard's commands were dropped, 0 when none were. */
   async truncatedUpTo(shard: number): Promise<number> {
-    const mark = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) });
+    const mark = await createRetrying(() => this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) }));
     return mark === null ? 0 : Number(new TextDecoder().decode(mark.data)) || 0;
   }
 
@@ -136,7 +136,8 @@ export class CommandLog {
     let position = after;
     // A fetch can come back empty while the stream's leader changes (a server lost): read on from where it stopped.
     for (let emptyFetches = 0; position < last; ) {
-      const consumer = await this.#client.consumers.get(this.#stream, { filter_subjects: this.#subject(shard), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position + 1 });
+      const start = position + 1;
+      const consumer = await createRetrying(() => this.#client.consumers.get(this.#stream, { filter_subjects: this.#subject(shard), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start }));
       try {
         while (position < last) {
           let got = 0;
@@ -173,21 +174,30 @@ export class CommandLog {
 /** Stream creation attempts: just after a cluster forms (or loses a server) JetStream may time out a while. */
 const CREATE_ATTEMPTS = 8;
 
+/**
+ * Runs `create` (of a stream, bucket or object store, or a read of the stream's state) until it succeeds: just after
+ * a cluster forms, or while a stream elects a leader, JetStream answers "not enabled" or times out for a while.
+ */
+export async function createRetrying<T>(create: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await create();
+    } catch (e: unknown) {
+      if (attempt >= CREATE_ATTEMPTS) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
+}
+
 /** Creates the stream unless it exists; several nodes may race to it, and the first to succeed wins. */
 async function ensureStream(manager: JetStreamManager, config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string }): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
+  await createRetrying(async () => {
     try {
       await manager.streams.info(config.name);
       return;
     } catch {
       // Not there yet, or JetStream not answering yet: try to create it.
     }
-    try {
-      await manager.streams.add(config);
-      return;
-    } catch (e: unknown) {
-      if (attempt >= CREATE_ATTEMPTS) throw e;
-      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
-    }
-  }
+    await manager.streams.add(config);
+  });
 }

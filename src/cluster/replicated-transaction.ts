@@ -12,7 +12,7 @@
 // sequence can both be stored).
 import { randomUUID } from "node:crypto";
 import { Packr } from "msgpackr";
-import type { ReplayedWrite, Storage, WriteOp } from "../storage/database.js";
+import type { ReplayedWrite, SequenceStride, Storage, WriteOp } from "../storage/database.js";
 import { ShardMovedOn, type CommandLog, type LoggedCommand } from "./command-log.js";
 import { appliedSequence, catchUp } from "./shard-applier.js";
 
@@ -47,6 +47,12 @@ const FOLLOW_POLL_MS = 1_000;
 /** Reads waiting for a position at once; more are refused rather than queued without a bound. */
 const MAX_WAITERS = 10_000;
 
+/** How long a transaction keeps trying to read the log before it gives up (the log's servers unreachable). */
+const APPLY_RETRY_MS = 30_000;
+
+/** The log could not be reached for a transaction; the message says whether the write may have been stored. */
+export class LogUnavailable extends Error {}
+
 /** Too many reads were already waiting for this replica to catch up. */
 export class TooManyWaiters extends Error {}
 
@@ -70,6 +76,11 @@ export class ShardReplica {
   /** Names this replica's commands in the log. */
   readonly #writer = randomUUID();
   readonly #listener: ReplayListener | undefined;
+  /**
+   * The last command applied here whose writes the listener has also heard: what a read may rely on. The store's
+   * applied mark commits a moment earlier, before the indexes know of the command.
+   */
+  #heard: number;
   /** Reads waiting until this store has applied a position (read-your-writes). */
   readonly #waiters = new Set<{ readonly sequence: number; readonly done: () => void }>();
 
@@ -79,6 +90,7 @@ export class ShardReplica {
     this.#storage = storage;
     this.#shard = shard;
     this.#listener = listener;
+    this.#heard = appliedSequence(storage, shard);
   }
 
   /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
@@ -128,7 +140,7 @@ export class ShardReplica {
    * token), or false after `timeoutMs` without it. Needs a follower, or a transaction, to make progress.
    */
   waitFor(sequence: number, timeoutMs: number): Promise<boolean> {
-    if (appliedSequence(this.#storage, this.#shard) >= sequence) return Promise.resolve(true);
+    if (this.#heard >= sequence) return Promise.resolve(true);
     if (this.#waiters.size >= MAX_WAITERS) return Promise.reject(new TooManyWaiters(`${MAX_WAITERS} reads already wait for shard ${this.#shard}`));
     return new Promise((resolve) => {
       const waiter = {
@@ -141,7 +153,7 @@ export class ShardReplica {
       };
       const timer = setTimeout(() => {
         this.#waiters.delete(waiter);
-        resolve(appliedSequence(this.#storage, this.#shard) >= sequence);
+        resolve(this.#heard >= sequence);
       }, timeoutMs);
       this.#waiters.add(waiter);
     });
@@ -162,11 +174,25 @@ export class ShardReplica {
       storage.dbs.meta.put(acceptedKey(shard), logged.sequence);
     };
     // Each command is committed before the next is applied: `replayed` is always the last one's.
-    const committed = (): void => {
+    const committed = (logged: LoggedCommand): void => {
       if (replayed.length > 0) this.#listener?.(replayed);
       replayed = [];
+      this.#heard = logged.sequence;
     };
     return catchUp(this.#log, storage, shard, apply, committed);
+  }
+
+  /** `apply`, tried again while the log is unreachable (a NATS server lost, a stream electing its leader). */
+  async #applyRetrying(failure: string): Promise<number> {
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.apply();
+      } catch (e: unknown) {
+        if (Date.now() - started > APPLY_RETRY_MS) throw new LogUnavailable(failure, { cause: e });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * attempt, 1_000)));
+      }
+    }
   }
 
   #decide(sequence: number, accepted: boolean): void {
@@ -176,27 +202,31 @@ export class ShardReplica {
 
   /**
    * Runs `fn` as a transaction of the shard replicated through the log: resolves once the log holds it on a quorum
-   * and this store has applied it, with `fn`'s result and the command's sequence (the consistency token of the write).
+   * and this store has applied it, with `fn`'s result and the command's sequence (the consistency token of the write;
+   * 0 when `fn` wrote nothing, so that nothing was appended). `sequences` numbers what `fn` creates in the shard.
    */
-  transaction<T>(fn: () => T): Promise<{ result: T; sequence: number }> {
-    return this.#transactionTurn(() => this.#transact(fn));
+  transaction<T>(fn: () => T, sequences?: SequenceStride): Promise<{ result: T; sequence: number }> {
+    return this.#transactionTurn(() => this.#transact(fn, sequences));
   }
 
-  async #transact<T>(fn: () => T): Promise<{ result: T; sequence: number }> {
+  async #transact<T>(fn: () => T, sequences: SequenceStride | undefined): Promise<{ result: T; sequence: number }> {
     const id = randomUUID();
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      await this.apply();
+      await this.#applyRetrying(`shard ${this.#shard}: the log cannot be read; nothing was written`);
       const expected = appliedSequence(this.#storage, this.#shard);
       const basedOn = acceptedSequence(this.#storage, this.#shard);
-      const { result, writes } = await this.#storage.captureWrites(fn);
+      const { result, writes } = await this.#storage.captureWrites(fn, sequences);
+      // Nothing to replicate (a transaction that found nothing to change): no command, no position to wait for.
+      if (writes.length === 0) return { result, sequence: 0 };
       let sequence: number;
       try {
         sequence = await appendRetrying(this.#log, this.#shard, codec.pack({ basedOn, writer: this.#writer, writes } satisfies WriteCommand), `${id}:${attempt}`, expected);
       } catch (e: unknown) {
         if (e instanceof ShardMovedOn) continue;
-        throw e;
+        throw new LogUnavailable(`shard ${this.#shard}: the log did not acknowledge the write, which may or may not have been stored (${String(e)})`, { cause: e });
       }
-      await this.apply();
+      // The command is in the log: it is applied, here as everywhere, however long the log takes to be readable again.
+      await this.#applyRetrying(`shard ${this.#shard}: the write is in the log at ${sequence} but could not be read back yet; it will be applied`);
       // Skipped by every node when another command was accepted after `basedOn`: compute again on the newer state.
       const accepted = this.#decisions.get(sequence);
       this.#decisions.delete(sequence);

@@ -11,6 +11,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Objm, StorageType, type ObjectStore } from "@nats-io/obj";
 import { Storage } from "../storage/database.js";
 import { appliedSequence } from "./shard-applier.js";
+import { createRetrying } from "./command-log.js";
 
 const BUCKET = "engram-snapshots";
 
@@ -33,7 +34,8 @@ export class SnapshotStore {
   static async open(options: { servers: readonly string[]; replicas?: number }): Promise<SnapshotStore> {
     const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
-      const store = await new Objm(connection).create(BUCKET, { storage: StorageType.File, replicas: options.replicas ?? 3 });
+      const objm = new Objm(connection);
+      const store = await createRetrying(() => objm.create(BUCKET, { storage: StorageType.File, replicas: options.replicas ?? 3 }));
       return new SnapshotStore(connection, store);
     } catch (e: unknown) {
       await connection.close();

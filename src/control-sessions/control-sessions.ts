@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { EventBus } from "../events/event-bus.js";
 import type { EntryWriter } from "../memory/entry-writer.js";
-import type { Reflector } from "../learning/reflection.js";
+import type { AlongsideWrites, Reflector } from "../learning/reflection.js";
 import { notFound, quoted } from "../platform/errors.js";
 import type { Storage } from "../storage/database.js";
 import type { EntryStore, WrittenEntry } from "../storage/entry-store.js";
@@ -105,19 +105,17 @@ export class ControlSessions {
       const { ingestCount } = this.#store.window({ ...before, phase: "closed", endSeq });
       const [prepared] = await this.#writer.prepare([{ entry: finalCheckpoint(this.#entries, before, ingestCount, now) }]);
       if (prepared === undefined) throw new Error("prepare returned no entry");
-      let written: WrittenEntry | undefined;
-      const writes = {
-        inTransaction: (): void => {
+      const writes: AlongsideWrites<WrittenEntry> = {
+        inTransaction: () => {
           const current = this.#store.get(owner, runId);
           // Deleted or closed meanwhile (DeleteRun does not wait for a close): refuse rather than resurrect it.
           if (current?.phase !== "active" || current.createdAt !== before.createdAt) throw conflict(runId, "changed while it was being closed");
-          [written] = this.#entries.writeInTransaction([prepared], now);
+          const [written] = this.#entries.writeInTransaction([prepared], now);
           if (written === undefined) throw new Error("write returned no entry");
           this.#store.putInTransaction({ ...current, phase: "closed", closedAt: now, endSeq, finalCheckpointId: written.record.referenceId });
+          return written;
         },
-        committed: (): void => {
-          if (written !== undefined) this.#writer.committed([written], [prepared], "session_close");
-        },
+        committed: (written) => this.#writer.committed([written], [prepared], "session_close"),
       };
       let lessonsExtracted = 0;
       if (reflect) {
@@ -136,8 +134,7 @@ export class ControlSessions {
         });
         lessonsExtracted = reflection.decisions.filter((d) => d.decision === "accepted").length;
       } else {
-        await this.#storage.transaction(() => writes.inTransaction());
-        writes.committed();
+        writes.committed(await this.#storage.transaction(() => writes.inTransaction()));
       }
       const closed = this.#store.get(owner, runId);
       if (closed === undefined) throw notFound(`control session ${quoted(runId)}`);

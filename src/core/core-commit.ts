@@ -45,7 +45,10 @@ export class CoreCommitter {
   readonly #index: NodeIndex;
   readonly #bus: CoreEventBus;
   readonly #logger: Logger;
-  /** Tickets are taken inside transactions, which LMDB runs one at a time in commit order. */
+  /**
+   * Tickets are taken inside transactions, which LMDB runs one at a time in commit order: the one in-memory effect a
+   * commit's callback has, taken once per commit however often the callback runs (see `commit`).
+   */
   #nextTicket = 0;
   #nextToSettle = 0;
   readonly #waiting = new Map<number, Settled>();
@@ -65,17 +68,18 @@ export class CoreCommitter {
    */
   async commit<T>(fn: (changes: CoreChange[]) => T): Promise<T> {
     let ticket: number | undefined;
-    const changes: CoreChange[] = [];
-    let generation: number | undefined;
     try {
-      const result = await this.#storage.transaction(() => {
+      // The callback may run more than once, only the last run's writes kept (clustered mode): the changes to index
+      // and announce are the ones it returns, and a second ticket would never settle and hold back every later commit.
+      const { value, settled } = await this.#storage.transaction(() => {
+        const changes: CoreChange[] = [];
         const value = fn(changes);
-        if (changes.some((c) => c.kind !== "memory.added")) generation = this.#nodes.bumpGenerationInTransaction();
-        ticket = this.#nextTicket++;
-        return value;
+        const generation = changes.some((c) => c.kind !== "memory.added") ? this.#nodes.bumpGenerationInTransaction() : undefined;
+        ticket ??= this.#nextTicket++;
+        return { value, settled: { changes, generation } };
       });
-      this.#settle(ticket as number, { changes, generation });
-      return result;
+      this.#settle(ticket as number, settled);
+      return value;
     } catch (e: unknown) {
       // A transaction that took a ticket and then failed to commit must not hold back later commits.
       if (ticket !== undefined && !this.#waiting.has(ticket) && ticket >= this.#nextToSettle) {

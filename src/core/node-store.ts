@@ -3,7 +3,7 @@
 import type { AccessControl, Permission } from "../acl/access-control.js";
 import type { Principal } from "../auth/principal.js";
 import type { Storage } from "../storage/database.js";
-import { nextSequence } from "../storage/database.js";
+import { nextSequence, summedOverShards } from "../storage/database.js";
 import { vectorBytes, vectorFromBytes } from "../storage/entry-store.js";
 import { checkVersions, decodeOptional } from "../storage/record-codec.js";
 import { mayRead, reachNode } from "./node-access.js";
@@ -103,11 +103,12 @@ export class NodeStore {
   }
 
   generation(): number {
-    const value = this.#storage.dbs.meta.get(GENERATION_KEY);
-    return typeof value === "number" ? value : 0;
+    // Clustered, each shard counts its own bumps under its own key: the generation is their sum.
+    return summedOverShards(this.#storage.dbs.meta, GENERATION_KEY);
   }
 
   bumpGenerationInTransaction(): number {
-    return nextSequence(this.#storage.dbs.meta, "node_vector_writes");
+    nextSequence(this.#storage.dbs.meta, "node_vector_writes");
+    return this.generation();
   }
 }

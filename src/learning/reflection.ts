@@ -44,11 +44,14 @@ export interface ReflectRequestInput {
 }
 
 /** Writes a caller adds to the reflection's transaction: made inside it, then told once it is durable. */
-export interface AlongsideWrites {
-  /** Runs inside the write transaction, after the lessons are written; throwing rolls everything back. */
-  inTransaction(): void;
+export interface AlongsideWrites<T = unknown> {
+  /**
+   * Runs inside the write transaction, after the lessons are written; throwing rolls everything back. Changes nothing
+   * in memory (the transaction may run it again, only the last run's writes kept): it returns what `committed` needs.
+   */
+  inTransaction(): T;
   /** Runs after the commit, before `reflection.completed` is published: index and announce what was written. */
-  committed(): void;
+  committed(written: T): void;
 }
 
 export type DecisionKind = "accepted" | "merged" | "rejected" | "quarantined";
@@ -268,7 +271,7 @@ export class Reflector {
       const entry = lessonEntry(candidate.lesson, input, autoExtracted, now, quarantined);
       toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(indexText(candidate.lesson)) } });
     });
-    const { written, merged } = await this.#storage.transaction(() => {
+    const { written, merged, alongside } = await this.#storage.transaction(() => {
       const written = this.#entries.writeInTransaction(
         toWrite.map((w) => w.prepared),
         now,
@@ -284,8 +287,7 @@ export class Reflector {
         const metadataJson = withConditions(current.metadataJson, candidate.conditions);
         merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds, metadataJson }, now));
       });
-      input.alongside?.inTransaction();
-      return { written, merged };
+      return { written, merged, alongside: input.alongside?.inTransaction() };
     });
     this.#writer.committed(
       written,
@@ -293,7 +295,7 @@ export class Reflector {
       "reflect",
     );
     this.#changes.committed([...merged.values()], "reflection");
-    input.alongside?.committed();
+    input.alongside?.committed(alongside);
     const storedAt = new Map<number, EntryRecord>(toWrite.map((w, i) => [w.index, (written[i] as { record: EntryRecord }).record]));
     const results = decisions.map((decision, index): LessonDecisionResult => {
       const candidate = (candidates[index] as PreparedCandidate).lesson;

@@ -2,6 +2,7 @@
 // owners in turn (each owner's jobs in acceptance order, so one tenant's backlog never starves another's), each job
 // in one transaction that also records its completion, so a job interrupted by a crash is redone in full after
 // restart and never applied twice.
+import { inWriteScope } from "../storage/write-scope.js";
 import type { Logger } from "../platform/logger.js";
 import type { Metrics } from "../platform/metrics.js";
 import type { EventBus } from "../events/event-bus.js";
@@ -147,6 +148,12 @@ export interface Acceptance {
   readonly deduplicated: boolean;
 }
 
+/**
+ * Thrown inside a job's transaction when the job was finished meanwhile (clustered mode: by another node of its shard,
+ * whose worker also saw it queued): the transaction is undone and the job left as that node finished it.
+ */
+class JobSettled extends Error {}
+
 /** Thrown inside a job's transaction when a run deletion dropped the job meanwhile: the transaction is undone. */
 class JobDropped extends Error {
   constructor(jobId: string) {
@@ -234,6 +241,9 @@ export class IngestQueue {
     let held: string | undefined;
     const result = await this.#storage.transaction((): Acceptance => {
       const { dbs } = this.#storage;
+      // Run again (clustered mode: a conflict with another node), the first run's job id may go to another job.
+      if (held !== undefined) this.#held.delete(held);
+      held = undefined;
       if (idempotencyKey !== "") {
         const earlierId = dbs.jobIdempotency.get([owner, runId, idempotencyKey]);
         const earlier = earlierId === undefined ? undefined : this.#read(earlierId);
@@ -328,7 +338,8 @@ export class IngestQueue {
       const next = this.#nextJob();
       if (next === undefined) return;
       this.#lastOwner = next.owner;
-      await this.#process(next.jobId, next.key);
+      // The job's writes belong to its owner (clustered: to the owner's shard); a job from before per-owner queues to none.
+      await inWriteScope(next.owner < 0 ? undefined : next.owner, () => this.#process(next.jobId, next.key));
     }
   }
 
@@ -390,6 +401,7 @@ export class IngestQueue {
     const current = (): IngestJobRecord => {
       const stored = this.#read(jobId);
       if (stored === undefined) throw new JobDropped(jobId);
+      if (stored.status === "completed" || stored.status === "failed") throw new JobSettled(jobId);
       return stored;
     };
     let finished: IngestJobRecord;
@@ -429,7 +441,7 @@ export class IngestQueue {
         this.#dequeue(queueKey, job.owner);
         return result;
       }).catch((e: unknown) => {
-        if (e instanceof JobDropped) throw e;
+        if (e instanceof JobDropped || e instanceof JobSettled) throw e;
         // Another request fixed a space's dimension after this job was accepted: the job's owner learns which.
         if (e instanceof VectorSpaceConflict) throw new Error(`none of the job's entries was stored: ${e.message}`);
         // A full store (SERVICE_MAX_STORE_BYTES) is an expected refusal, and its message is written for callers.
@@ -445,6 +457,10 @@ export class IngestQueue {
     } catch (e: unknown) {
       // Only a failure outside our validation (an embedding provider, the disk) gets here; nothing was stored.
       this.#indexing = undefined;
+      if (e instanceof JobSettled) {
+        this.#settled(jobId);
+        return;
+      }
       const error = e instanceof Error ? e.message : String(e);
       const failed = await this.#storage.transaction(() => {
         const { dbs } = this.#storage;
@@ -462,6 +478,10 @@ export class IngestQueue {
         this.#publish(failed, "ingest.job.failed", { error });
       }
     }
+    this.#settled(jobId);
+  }
+
+  #settled(jobId: string): void {
     this.#applying = undefined;
     for (const resolve of this.#finished.get(jobId) ?? []) resolve();
     this.#finished.delete(jobId);

@@ -94,7 +94,8 @@ export class MemoryIndex {
 
   /**
    * Clustered mode: the writes of a command another node computed, replayed into this store and committed, made
-   * searchable here as that node's own code made them there: entries, their index terms and their vectors.
+   * searchable here as that node's own code made them there: entries, their index terms and their vectors, and runs
+   * deleted.
    */
   replayed(writes: readonly ReplayedWrite[]): void {
     for (const { db, key, before, after } of writes) {
@@ -110,6 +111,14 @@ export class MemoryIndex {
       } else if (db === "vectors") {
         if (after === undefined) this.dense.remove(seq);
         else this.dense.add(seq, vectorFromBytes(after as Uint8Array));
+      } else if (db === "runTombstones") {
+        // A run deleted on another node: hidden here at once too; its purge's removals arrive as later commands.
+        const [owner, runId] = key as [number, string];
+        if (after === undefined) this.#entries.tombstoneCleared(owner, runId);
+        else {
+          this.#entries.tombstoneCommitted(owner, runId, after as number);
+          this.hideRun(owner, runId, after as number);
+        }
       }
     }
     this.dense.generation = this.#entries.vectorGeneration();
@@ -220,7 +229,7 @@ export class MemoryIndex {
   }
 
   #snapshotStamp(): SnapshotStamp {
-    return { generation: this.#entries.vectorGeneration(), maxSeq: this.#entries.maxSeq(), termRecords: this.#entries.termRecordCount() };
+    return { generation: this.#entries.vectorGeneration(), maxSeq: this.#entries.highestStoredSeq(), termRecords: this.#entries.termRecordCount() };
   }
 
   close(): void {

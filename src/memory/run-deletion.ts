@@ -81,10 +81,10 @@ export class RunDeletion {
 
   /** Deletes everything the owner stored in the run's memory; durable and invisible to every read when it resolves. */
   async deleteRun(owner: number, runId: string): Promise<RunDeletionResult> {
-    const global = this.#globalKnowledge(owner, runId);
     const { kept, maxSeq, jobs, outcomes: firstOutcomes, others } = await this.#transaction((purge) => ({
-      // First, before the tombstone covers them: lessons and rules promoted beyond the run outlive it.
-      kept: global.flatMap((seq) => this.#entries.rehomeInTransaction(seq, `run ${JSON.stringify(runId)} deleted`) ?? []),
+      // First, before the tombstone covers them: lessons and rules promoted beyond the run outlive it. Found inside
+      // the transaction, so that a run of it again (clustered mode) decides on the newer state.
+      kept: this.#globalKnowledge(owner, runId).flatMap((seq) => this.#entries.rehomeInTransaction(seq, `run ${JSON.stringify(runId)} deleted`) ?? []),
       maxSeq: this.#entries.tombstoneRunInTransaction(owner, runId),
       jobs: this.#ingest.forgetRunInTransaction(owner, runId),
       outcomes: this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE),

@@ -59,6 +59,26 @@ export interface Config {
   readonly maxStoreBytes: number | undefined;
   /** Per-API-key token buckets (SERVICE_RATE_LIMIT_*); undefined: no rate limit. */
   readonly rateLimit: RateLimitConfig | undefined;
+  /** Clustered mode (SERVICE_CLUSTER_*): set by SERVICE_CLUSTER_NATS_URL; undefined: standalone. */
+  readonly cluster: ClusterConfig | undefined;
+}
+
+/** One node of a cluster whose replicated log is a NATS JetStream stream (src/cluster). */
+export interface ClusterConfig {
+  /** NATS servers of the JetStream cluster (SERVICE_CLUSTER_NATS_URL, comma-separated). */
+  readonly natsUrls: readonly string[];
+  /** This node's name in the shard map (SERVICE_CLUSTER_NODE_ID). */
+  readonly nodeId: string;
+  /** Tenant shards of the cluster, 1..shardCount (SERVICE_CLUSTER_SHARD_COUNT); every node must agree on it. */
+  readonly shardCount: number;
+  /** The tenant shards this node holds and serves (SERVICE_CLUSTER_SHARDS, e.g. `1,2`; default: all). */
+  readonly servedShards: readonly number[];
+  /** The URL other nodes forward calls for this node's shards to (SERVICE_CLUSTER_ADVERTISE_URL). */
+  readonly advertiseUrl: string;
+  /** A read carrying a consistency token waits at most this long for this node to apply it (SERVICE_CLUSTER_READ_WAIT_MS). */
+  readonly readWaitMs: number;
+  /** JetStream replicas of the log (SERVICE_CLUSTER_REPLICAS): 3 survives the loss of one NATS server. */
+  readonly replicas: number;
 }
 
 /** Each API key's token bucket: `burst` calls at once, refilled at `perSecond` calls a second. */
@@ -179,6 +199,33 @@ function maxStoreBytes(env: Env): number | undefined {
   return integer(env, "SERVICE_MAX_STORE_BYTES", 0, 1024 * 1024, Number.MAX_SAFE_INTEGER);
 }
 
+const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+function clusterConfig(env: Env, port: number): ClusterConfig | undefined {
+  const natsUrls = (env["SERVICE_CLUSTER_NATS_URL"] ?? "").split(",").map((u) => u.trim()).filter((u) => u !== "");
+  if (natsUrls.length === 0) return undefined;
+  for (const url of natsUrls) if (!/^(nats|tls):\/\/[^\s]+$/.test(url)) throw new ConfigError(`SERVICE_CLUSTER_NATS_URL must list nats:// URLs, got "${url}"`);
+  const nodeId = text(env, "SERVICE_CLUSTER_NODE_ID", "");
+  if (!NODE_ID.test(nodeId)) throw new ConfigError("SERVICE_CLUSTER_NODE_ID must be 1-64 letters, digits, '-' or '_' (each node its own)");
+  const shardCount = integer(env, "SERVICE_CLUSTER_SHARD_COUNT", 8, 1, 4096);
+  const listed = (env["SERVICE_CLUSTER_SHARDS"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const servedShards = listed.length === 0 ? Array.from({ length: shardCount }, (_, i) => i + 1) : listed.map(Number);
+  for (const [i, shard] of servedShards.entries()) {
+    if (!Number.isInteger(shard) || shard < 1 || shard > shardCount) throw new ConfigError(`SERVICE_CLUSTER_SHARDS must list shards in [1, ${shardCount}], got "${listed[i]}"`);
+  }
+  const advertiseUrl = text(env, "SERVICE_CLUSTER_ADVERTISE_URL", `http://127.0.0.1:${port}`);
+  if (!/^https?:\/\/[^\s/]+$/.test(advertiseUrl)) throw new ConfigError(`SERVICE_CLUSTER_ADVERTISE_URL must be http(s)://host:port, got "${advertiseUrl}"`);
+  return Object.freeze({
+    natsUrls: Object.freeze(natsUrls),
+    nodeId,
+    shardCount,
+    servedShards: Object.freeze([...new Set(servedShards)].sort((a, b) => a - b)),
+    advertiseUrl,
+    readWaitMs: integer(env, "SERVICE_CLUSTER_READ_WAIT_MS", 5_000, 0, 600_000),
+    replicas: integer(env, "SERVICE_CLUSTER_REPLICAS", 3, 1, 5),
+  });
+}
+
 function rateLimitConfig(env: Env): RateLimitConfig | undefined {
   const perSecond = integer(env, "SERVICE_RATE_LIMIT_PER_SECOND", 0, 0, 1_000_000);
   const burst = integer(env, "SERVICE_RATE_LIMIT_BURST", Math.max(1, perSecond), 1, 1_000_000);
@@ -220,6 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: integer(env, "SERVICE_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     maxStoreBytes: maxStoreBytes(env),
     rateLimit: rateLimitConfig(env),
+    cluster: clusterConfig(env, port),
     coreAllowedRoutes: Object.freeze(
       (env["SERVICE_CORE_ALLOWED_ROUTES"] ?? "")
         .split(",")

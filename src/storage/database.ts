@@ -273,6 +273,8 @@ export class Storage {
   /** Non-zero while a write callback of ours runs (or exclusive work writes): only then may LMDB write. */
   #writing = 0;
   #closed = false;
+  /** Runs every transaction in clustered mode (replicateThrough); undefined: standalone. */
+  #replicator: Replicator | undefined;
   /** The writes of the transaction being captured (captureWrites); undefined otherwise. */
   #captured: WriteOp[] | undefined;
   /** Guarded write calls in progress: lmdb-js's own writes run inside ours and are not recorded twice. */
@@ -329,16 +331,18 @@ export class Storage {
    * caller gets `fn`'s result and its writes, to have them replicated before they are applied (`replayWrites`).
    * Inside `fn`, reads see its own writes as in any transaction.
    */
-  async captureWrites<T>(fn: () => T): Promise<{ result: T; writes: WriteOp[] }> {
+  async captureWrites<T>(fn: () => T, sequences?: SequenceStride): Promise<{ result: T; writes: WriteOp[] }> {
     let result: { result: T; writes: WriteOp[] } | undefined;
     try {
-      await this.transaction(() => {
+      await this.localTransaction(() => {
         if (this.#captured !== undefined) throw new Error("a write capture is already in progress");
         this.#captured = [];
+        capturedStride = sequences;
         try {
           result = { result: fn(), writes: this.#captured };
         } finally {
           this.#captured = undefined;
+          capturedStride = undefined;
         }
         throw new CaptureDone();
       });
@@ -382,7 +386,20 @@ export class Storage {
    * concurrent transactions into one commit (group commit) and does not undo a throwing plain callback's writes, so
    * each callback runs as a child transaction of that batch, which LMDB aborts alone; the others still commit.
    */
-  async transaction<T>(fn: () => T): Promise<T> {
+  transaction<T>(fn: () => T): Promise<T> {
+    return this.#replicator === undefined ? this.localTransaction(fn) : this.#replicator(fn);
+  }
+
+  /**
+   * Clustered mode: every `transaction` from now on is run by `replicator`, which has it replicated through the log
+   * (and applies it here with `localTransaction`).
+   */
+  replicateThrough(replicator: Replicator): void {
+    this.#replicator = replicator;
+  }
+
+  /** `transaction` on this store alone, whatever the mode: what applying a replicated command uses. */
+  async localTransaction<T>(fn: () => T): Promise<T> {
     while (this.#gate !== undefined) await this.#gate;
     if (this.#closed) throw new StorageClosedError("storage is closed");
     this.#inFlight++;
@@ -677,19 +694,73 @@ export function openStorage(dataDir: string, options: StorageOptions = {}): Stor
   return storage;
 }
 
-/** Next value of a named counter; call inside a write transaction so the increment commits with its use. */
-export function nextSequence(meta: LmdbDatabase<unknown, string>, name: string): number {
-  return reserveSequences(meta, name, 1);
+/** Runs a transaction replicated (clustered mode): resolves like `Storage.transaction`, once applied here. */
+export type Replicator = <T>(fn: () => T) => Promise<T>;
+
+/**
+ * How a clustered shard numbers what it creates: `shard` of `shards` takes every `shards`-th value of each counter,
+ * so that shards written on different nodes never hand out the same entry seq or id, and each shard's values grow.
+ */
+export interface SequenceStride {
+  readonly shard: number;
+  readonly shards: number;
+}
+
+/** The stride of the transaction being captured: set only while its callback runs (callbacks are synchronous). */
+let capturedStride: SequenceStride | undefined;
+/** Clustered mode's stride for the current request outside a transaction (setSequenceStrides). */
+let scopeStride: () => SequenceStride | undefined = () => undefined;
+
+/** Clustered mode: the stride of whatever runs outside a replicated transaction, from its write scope. */
+export function setSequenceStrides(strideOfScope: () => SequenceStride | undefined): void {
+  scopeStride = strideOfScope;
+}
+
+const activeStride = (): SequenceStride | undefined => capturedStride ?? scopeStride();
+const strideKey = (name: string, stride: SequenceStride): string => `seq:${name}@${stride.shard}`;
+/** The `n`th value (from 1) of a counter of a shard. */
+const strideValue = (n: number, stride: SequenceStride): number => (n - 1) * stride.shards + stride.shard + 1;
+
+/**
+ * The last value a counter handed out, 0 for none; in clustered mode, the last of the current shard's (entries
+ * written after it have higher seqs within that shard, which is where an owner's entries are).
+ */
+export function lastSequence(meta: LmdbDatabase<unknown, string>, name: string): number {
+  const stride = activeStride();
+  const current = meta.get(stride === undefined ? `seq:${name}` : strideKey(name, stride));
+  if (typeof current !== "number" || current === 0) return 0;
+  return stride === undefined ? current : strideValue(current, stride);
 }
 
 /**
- * Takes `count` consecutive sequence numbers at once and returns the first: one read and one write for a whole batch
- * (an ingest job's thousand entries) instead of one each. Call inside a write transaction.
+ * The `meta` key of a value every shard changes (a generation): in a clustered transaction, the shard's own, so that
+ * two shards computed on different nodes never overwrite each other's change; `summedOverShards` reads them all.
  */
-export function reserveSequences(meta: LmdbDatabase<unknown, string>, name: string, count: number): number {
-  const key = `seq:${name}`;
+export function perShardKey(name: string): string {
+  return capturedStride === undefined ? name : `${name}@${capturedStride.shard}`;
+}
+
+/** The sum of a number kept under `perShardKey(name)`: standalone, the one value; clustered, every shard's. */
+export function summedOverShards(meta: LmdbDatabase<unknown, string>, name: string): number {
+  let sum = 0;
+  for (const { value } of meta.getRange({ start: name, end: `${name}@\uffff` })) if (typeof value === "number") sum += value;
+  return sum;
+}
+
+/** Next value of a named counter; call inside a write transaction so the increment commits with its use. */
+export function nextSequence(meta: LmdbDatabase<unknown, string>, name: string): number {
+  return reserveSequences(meta, name, 1)[0] as number;
+}
+
+/**
+ * Takes the counter's next `count` values at once, in increasing order: one read and one write for a whole batch (an
+ * ingest job's thousand entries) instead of one each. Call inside a write transaction.
+ */
+export function reserveSequences(meta: LmdbDatabase<unknown, string>, name: string, count: number): number[] {
+  const stride = capturedStride;
+  const key = stride === undefined ? `seq:${name}` : strideKey(name, stride);
   const current = meta.get(key);
   const first = (typeof current === "number" ? current : 0) + 1;
   meta.put(key, first + count - 1);
-  return first;
+  return Array.from({ length: count }, (_, i) => (stride === undefined ? first + i : strideValue(first + i, stride)));
 }

@@ -1,7 +1,7 @@
 // Memory entries in LMDB: the record, its indexes, its postings, its vector and its lineage links, written, changed
 // and removed together in one transaction; deleted runs are hidden by a tombstone until purged.
 import type { Storage } from "./database.js";
-import { reserveSequences } from "./database.js";
+import { lastSequence, perShardKey, reserveSequences, summedOverShards } from "./database.js";
 import type { Key } from "lmdb";
 import { RecordDecodeError, decodeOptional, openFields } from "./record-codec.js";
 import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
@@ -119,9 +119,9 @@ export class EntryStore {
   writeInTransaction(prepared: readonly PreparedEntry[], now = Date.now()): WrittenEntry[] {
     const { dbs } = this.#storage;
     if (prepared.length === 0) return [];
-    let nextSeq = reserveSequences(dbs.meta, "entry", prepared.length);
-    return prepared.map(({ entry, vector, termFreqs, spaceVectors }) => {
-      const seq = nextSeq++;
+    const seqs = reserveSequences(dbs.meta, "entry", prepared.length);
+    return prepared.map(({ entry, vector, termFreqs, spaceVectors }, i) => {
+      const seq = seqs[i] as number;
       const prefix = REFERENCE_PREFIX[entry.entryType];
       // Not `{ ...entry, v, seq, … }`: V8 (Node 20) builds an object literal that adds properties after a spread by
       // copying its property descriptors once per added property, ~25 µs and ~12 KB of garbage per record, which
@@ -508,17 +508,25 @@ export class EntryStore {
    * itself). A vector graph saved at another generation may hold stale or deleted vectors and is rebuilt instead.
    */
   vectorGeneration(): number {
-    const current = this.#storage.dbs.meta.get(VECTOR_GENERATION_KEY);
-    return typeof current === "number" ? current : 0;
+    return summedOverShards(this.#storage.dbs.meta, VECTOR_GENERATION_KEY);
   }
 
   #bumpVectorGeneration(): void {
-    this.#storage.dbs.meta.put(VECTOR_GENERATION_KEY, this.vectorGeneration() + 1);
+    const { meta } = this.#storage.dbs;
+    const key = perShardKey(VECTOR_GENERATION_KEY);
+    const current = meta.get(key);
+    meta.put(key, (typeof current === "number" ? current : 0) + 1);
   }
 
+  /** The highest seq of a stored entry, 0 for none: in either mode, whatever shard wrote it. */
+  highestStoredSeq(): number {
+    for (const key of this.#storage.dbs.entries.getKeys({ reverse: true, limit: 1 })) return key;
+    return 0;
+  }
+
+  /** The last entry seq handed out (clustered: of the current shard, which holds the current owner's entries). */
   maxSeq(): number {
-    const current = this.#storage.dbs.meta.get("seq:entry");
-    return typeof current === "number" ? current : 0;
+    return lastSequence(this.#storage.dbs.meta, "entry");
   }
 }
 

@@ -28,6 +28,12 @@ interface Line {
   readonly item: unknown;
 }
 
+/** A line that created a record, with what its kind's `committed` needs of it. */
+interface Created {
+  readonly line: Line;
+  readonly stored: unknown;
+}
+
 export class TenantImporter {
   readonly #ids: ImportIds;
   readonly #kinds: ReadonlyMap<string, TenantKind>;
@@ -46,10 +52,11 @@ export class TenantImporter {
     const lines = this.#parse(owner, texts);
     // Lines imported before need no preparation; the transaction checks again, so a concurrent import is harmless.
     await this.#prepare(lines.filter((line) => this.#ids.get(owner, line.kind.kind, line.sourceId) === undefined));
-    const imported: Record<string, number> = {};
-    const unchanged: Record<string, number> = {};
-    const written = await this.#transaction((importNode) => {
-      const done: Line[] = [];
+    // Counted inside and returned: the transaction may run its body again, only the last run's writes kept.
+    const { done, imported, unchanged } = await this.#transaction((importNode) => {
+      const imported: Record<string, number> = {};
+      const unchanged: Record<string, number> = {};
+      const done: Created[] = [];
       const ctx = this.#context(owner, importNode);
       for (const line of lines) {
         const name = line.kind.kind;
@@ -57,7 +64,7 @@ export class TenantImporter {
           unchanged[name] = (unchanged[name] ?? 0) + 1;
           continue;
         }
-        let result: Written;
+        let result: Written<unknown>;
         try {
           result = line.kind.write(ctx, line.item, line.sourceId);
         } catch (e: unknown) {
@@ -68,12 +75,12 @@ export class TenantImporter {
           unchanged[name] = (unchanged[name] ?? 0) + 1;
         } else {
           imported[name] = (imported[name] ?? 0) + 1;
-          done.push(line);
+          done.push({ line, stored: result.stored });
         }
       }
-      return done;
+      return { done, imported, unchanged };
     });
-    this.#committed(written);
+    this.#committed(done);
     return { imported, unchanged };
   }
 
@@ -101,11 +108,11 @@ export class TenantImporter {
     }
   }
 
-  #committed(lines: readonly Line[]): void {
+  #committed(done: readonly Created[]): void {
     for (const kind of this.#kinds.values()) {
       if (kind.committed === undefined) continue;
-      const items = lines.filter((line) => line.kind === kind).map((line) => line.item);
-      if (items.length > 0) kind.committed(items);
+      const stored = done.filter((d) => d.line.kind === kind).map((d) => d.stored);
+      if (stored.length > 0) kind.committed(stored);
     }
   }
 

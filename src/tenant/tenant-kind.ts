@@ -28,10 +28,11 @@ export interface ImportContext {
 }
 
 /**
- * One record kind of the export. `S` is the kind's parsed line; the importer hands each line back to the kind that
- * parsed it (methods, so a kind of any `S` fits the list of kinds).
+ * One record kind of the export. `S` is the kind's parsed line, `C` what `committed` needs of a record `write`
+ * created; the importer hands each back to the kind that made it (methods, so a kind of any `S` and `C` fits the
+ * list of kinds).
  */
-export interface TenantKind<S = unknown> {
+export interface TenantKind<S = unknown, C = unknown> {
   /** The line's `kind`, e.g. `entry`. */
   readonly kind: string;
   /** Up to `limit` keys of `owner`'s records after `after` (from the start when undefined), in key order. */
@@ -40,16 +41,21 @@ export interface TenantKind<S = unknown> {
   parse(owner: number, record: Readonly<Record<string, unknown>>): S;
   /** Work before the transaction (embedding), for the lines not imported yet, all at once. */
   prepare?(items: readonly S[]): Promise<void>;
-  /** Inside the transaction: stores the record, or finds the same one stored already; its id in the owner's memory. */
-  write(ctx: ImportContext, item: S, sourceId: string): Written;
-  /** After the commit: makes the written records visible to what indexes them in memory. */
-  committed?(items: readonly S[]): void;
+  /**
+   * Inside the transaction: stores the record, or finds the same one stored already; its id in the owner's memory.
+   * Changes nothing in memory, the line included: the transaction may run it again, only the last run's writes kept.
+   */
+  write(ctx: ImportContext, item: S, sourceId: string): Written<C>;
+  /** After the commit: makes the created records visible to what indexes them in memory, from what `write` returned. */
+  committed?(stored: readonly C[]): void;
 }
 
 /** What an import line led to: a record it created, or the identical record the owner already had. */
-export interface Written {
+export interface Written<C = never> {
   readonly id: string;
   readonly existed: boolean;
+  /** Of a created record: what the kind's `committed` needs of it. */
+  readonly stored?: C;
 }
 
 export function created(id: string): Written {

@@ -103,4 +103,30 @@ describe("core events", () => {
     await core.lifecycle.drop(ALICE, session.id);
     expect(events).toEqual([]);
   });
+
+  it("announce and index only the last run of a transaction computed again, and keep later commits flowing", async () => {
+    // As a replicated transaction that lost a conflict (clustered mode): computed once, its writes discarded, then again.
+    const transaction = storage.transaction.bind(storage);
+    let rerunning = false;
+    storage.transaction = async <T>(fn: () => T): Promise<T> => {
+      if (!rerunning) {
+        rerunning = true;
+        try {
+          await storage.captureWrites(fn);
+        } finally {
+          rerunning = false;
+        }
+      }
+      return transaction(fn);
+    };
+    const [first] = await core.writer.upsert(ALICE, [write("r5", "first")], "");
+    await core.scratchpads.write(ALICE, { sessionId: "pad", agentId: "", key: "", content: "note", entryJson: "", metadata: {}, ttlMs: 0 }, "");
+    const [second] = await core.writer.upsert(ALICE, [write("r5", "second")], "");
+    expect(events.map((e) => [e.type, e.nodeId])).toEqual([
+      ["node.inserted", BigInt(first?.record.id as number)],
+      ["memory.added", undefined],
+      ["node.inserted", BigInt(second?.record.id as number)],
+    ]);
+    expect(core.index.idsOf(ALICE.userId, "r5")).toEqual([first?.record.id, second?.record.id]);
+  });
 });

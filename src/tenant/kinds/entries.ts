@@ -26,10 +26,15 @@ interface EntryLine {
   /** The entry's vectors in the owner's caller vector spaces, unit length. */
   readonly spaceVectors: readonly SpaceVector[];
   prepared?: PreparedEntry;
-  written?: WrittenEntry;
 }
 
-export function entryKind({ storage, entries, index, writer }: EntryKindDeps): TenantKind<EntryLine> {
+/** An imported entry as the memory index takes it after the commit. */
+interface StoredEntry {
+  readonly written: WrittenEntry;
+  readonly prepared: PreparedEntry;
+}
+
+export function entryKind({ storage, entries, index, writer }: EntryKindDeps): TenantKind<EntryLine, StoredEntry> {
   const embedder = index.embedder;
   return {
     kind: "entry",
@@ -93,15 +98,13 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
       const restored: EntryRecord = { ...written.record, updatedAt: record.updatedAt, stale: record.stale, lineageReview: record.lineageReview, audit };
       storage.dbs.entries.put(restored.seq, restored);
       if (record.referenceId !== "" && restored.referenceId !== "") ctx.remember("reference", record.referenceId, restored.referenceId);
-      item.prepared = { ...prepared, entry };
-      item.written = { record: restored, superseded: written.superseded };
-      return created(restored.id);
+      return { ...created(restored.id), stored: { written: { record: restored, superseded: written.superseded }, prepared: { ...prepared, entry } } };
     },
 
-    committed(items) {
+    committed(stored) {
       writer.committed(
-        items.map((item) => item.written as WrittenEntry),
-        items.map((item) => item.prepared as PreparedEntry),
+        stored.map((s) => s.written),
+        stored.map((s) => s.prepared),
         "import",
       );
     },

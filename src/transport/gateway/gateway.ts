@@ -1,5 +1,6 @@
 // The HTTP/JSON gateway: routes built at start-up from google.api.http options, dispatched in-process to the
 // same Connect handlers (and so the same interceptors) that serve gRPC and Connect.
+import { CONSISTENCY_TOKEN_HEADER } from "../interceptors/cluster.js";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import {
   encodeEnvelope,
@@ -41,7 +42,7 @@ function requestedStatus(header: Headers | undefined): number | undefined {
 }
 
 /** Response metadata HTTP clients read as header fields: the rate limit's (see interceptors/rate-limit.ts). */
-const RELAYED_HEADERS = ["retry-after", "ratelimit", "ratelimit-policy"] as const;
+const RELAYED_HEADERS = ["retry-after", "ratelimit", "ratelimit-policy", CONSISTENCY_TOKEN_HEADER] as const;
 
 function relayHeaders(from: Headers | undefined, res: NodeResponse): void {
   if (from === undefined || res.headersSent) return;
@@ -156,6 +157,8 @@ export class HttpGateway {
     const header = new Headers({ "connect-protocol-version": "1" });
     const authorization = req.headers["authorization"];
     if (typeof authorization === "string") header.set("authorization", authorization);
+    const token = req.headers[CONSISTENCY_TOKEN_HEADER];
+    if (typeof token === "string") header.set(CONSISTENCY_TOKEN_HEADER, token);
     const request = {
       httpVersion: "1.1",
       url: `http://gateway${handler.requestPath}`,

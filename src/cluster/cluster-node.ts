@@ -1,0 +1,193 @@
+// One Engram node of a cluster (SERVICE_CLUSTER_NATS_URL): the replicas of the shards it serves, every transaction of
+// its store replicated through the log, and the shard map by which nodes find each other.
+//
+// Shards: tenant data lives on shard 1 + (owner mod SERVICE_CLUSTER_SHARD_COUNT); users, API keys and what an admin
+// writes live on the global shard 0, which every node serves (so any node authenticates any caller). A transaction
+// belongs to the shard of the write scope it runs in (storage/write-scope.ts): the transport opens one per call, for
+// the caller; background work opens one for the owner it works for.
+import { Kvm, type KV } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { setSequenceStrides, type ReplayedWrite, type SequenceStride, type Storage } from "../storage/database.js";
+import { currentWriteScope, type WriteScope } from "../storage/write-scope.js";
+import type { ClusterConfig } from "../platform/config.js";
+import type { Logger } from "../platform/logger.js";
+import { CommandLog, createRetrying } from "./command-log.js";
+import { ShardReplica } from "./replicated-transaction.js";
+
+export const GLOBAL_SHARD = 0;
+const SHARD_MAP_BUCKET = "engram-shard-map";
+
+/** A consistency token: the last log position a call wrote at, per shard (`shard:sequence`, comma-separated). */
+export type ConsistencyToken = ReadonlyMap<number, number>;
+
+/** What the shard map says of a node: where to reach it and which tenant shards it serves. */
+interface NodeAnnouncement {
+  readonly url: string;
+  readonly shards: readonly number[];
+}
+
+/** A transaction of a shard this node does not hold: the call belongs on a node that does. */
+export class ShardNotServed extends Error {
+  constructor(readonly shard: number) {
+    super(`shard ${shard} is not served by this node`);
+  }
+}
+
+/** A consistency token that does not parse. */
+export class MalformedToken extends Error {}
+
+/** This node had not applied a token's position within the read wait. */
+export class ReplicaBehind extends Error {}
+
+export class ClusterNode {
+  readonly #config: ClusterConfig;
+  readonly #log: CommandLog;
+  readonly #mapConnection: NatsConnection;
+  readonly #shardMap: KV;
+  readonly #replicas: ReadonlyMap<number, ShardReplica>;
+  /** The shard map as last read: node id → announcement (a handful of nodes). */
+  readonly #nodes = new Map<string, NodeAnnouncement>();
+  readonly #stops: (() => void)[] = [];
+  readonly #logger: Logger;
+
+  private constructor(config: ClusterConfig, log: CommandLog, mapConnection: NatsConnection, shardMap: KV, replicas: ReadonlyMap<number, ShardReplica>, logger: Logger) {
+    this.#config = config;
+    this.#log = log;
+    this.#mapConnection = mapConnection;
+    this.#shardMap = shardMap;
+    this.#replicas = replicas;
+    this.#logger = logger;
+  }
+
+  /**
+   * Joins the cluster: opens the log, catches this store up on every shard it serves, routes the store's
+   * transactions through the log, and announces itself in the shard map. `onReplayed` hears the writes other nodes
+   * made, once the caller starts following (`follow`).
+   */
+  static async join(config: ClusterConfig, storage: Storage, logger: Logger, onReplayed: (writes: readonly ReplayedWrite[]) => void): Promise<ClusterNode> {
+    const log = await CommandLog.open({ servers: config.natsUrls, replicas: config.replicas });
+    let mapConnection: NatsConnection | undefined;
+    try {
+      mapConnection = await connect({ servers: [...config.natsUrls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+      const kvm = new Kvm(mapConnection);
+      const shardMap = await createRetrying(() => kvm.create(SHARD_MAP_BUCKET, { replicas: config.replicas, history: 1 }));
+      const replicas = new Map<number, ShardReplica>();
+      for (const shard of [GLOBAL_SHARD, ...config.servedShards]) replicas.set(shard, new ShardReplica(log, storage, shard, onReplayed));
+      const node = new ClusterNode(config, log, mapConnection, shardMap, replicas, logger);
+      for (const [shard, replica] of replicas) logger.info({ shard, applied: await replica.apply() }, "cluster shard caught up");
+      storage.replicateThrough((fn) => node.#transaction(fn));
+      setSequenceStrides(() => node.#strideOf(node.shardOf(currentWriteScope())));
+      await node.#announce();
+      await node.#watchShardMap();
+      return node;
+    } catch (e: unknown) {
+      await mapConnection?.close();
+      await log.close();
+      throw e;
+    }
+  }
+
+  get nodeId(): string {
+    return this.#config.nodeId;
+  }
+
+  /** Applies every served shard's commands as they are appended (call once the indexes hear replayed writes). */
+  follow(): void {
+    for (const replica of this.#replicas.values()) this.#stops.push(replica.follow());
+  }
+
+  /** The shard a scope's writes go to: its owner's, or the global shard for no single owner. */
+  shardOf(scope: Pick<WriteScope, "owner"> | undefined): number {
+    const owner = scope?.owner;
+    return owner === undefined ? GLOBAL_SHARD : 1 + (owner % this.#config.shardCount);
+  }
+
+  serves(shard: number): boolean {
+    return this.#replicas.has(shard);
+  }
+
+  #strideOf(shard: number): SequenceStride {
+    return { shard, shards: this.#config.shardCount + 1 };
+  }
+
+  async #transaction<T>(fn: () => T): Promise<T> {
+    const scope = currentWriteScope();
+    const shard = this.shardOf(scope);
+    const replica = this.#replicas.get(shard);
+    if (replica === undefined) throw new ShardNotServed(shard);
+    const { result, sequence } = await replica.transaction(fn, this.#strideOf(shard));
+    if (sequence > 0 && scope !== undefined) scope.written.set(shard, Math.max(sequence, scope.written.get(shard) ?? 0));
+    return result;
+  }
+
+  /**
+   * Read-your-writes: resolves once this node has applied every position of `token` it serves, or throws
+   * ReplicaBehind after the configured wait.
+   */
+  async waitFor(token: ConsistencyToken): Promise<void> {
+    const waits = [...token].filter(([shard]) => this.serves(shard)).map(([shard, sequence]) => (this.#replicas.get(shard) as ShardReplica).waitFor(sequence, this.#config.readWaitMs));
+    const applied = await Promise.all(waits);
+    if (applied.includes(false)) throw new ReplicaBehind(`node ${this.#config.nodeId} had not applied the consistency token's writes within ${this.#config.readWaitMs} ms; retry`);
+  }
+
+  /** A node that serves `shard`, other than this one: its URL from the shard map, or undefined when none does. */
+  nodeServing(shard: number): string | undefined {
+    const candidates = [...this.#nodes].filter(([id, node]) => id !== this.#config.nodeId && node.shards.includes(shard)).map(([, node]) => node.url);
+    // Spread forwarded calls over the nodes that can take them.
+    return candidates[Math.floor(Math.random() * candidates.length)];
+  }
+
+  async #announce(): Promise<void> {
+    const announcement: NodeAnnouncement = { url: this.#config.advertiseUrl, shards: this.#config.servedShards };
+    await createRetrying(() => this.#shardMap.put(`node.${this.#config.nodeId}`, JSON.stringify(announcement)));
+  }
+
+  async #watchShardMap(): Promise<void> {
+    const watcher = await this.#shardMap.watch({ key: "node.>" });
+    this.#stops.push(() => watcher.stop());
+    void (async () => {
+      for await (const change of watcher) {
+        const id = change.key.slice("node.".length);
+        if (change.operation !== "PUT") {
+          this.#nodes.delete(id);
+          continue;
+        }
+        try {
+          this.#nodes.set(id, parseAnnouncement(change.string()));
+        } catch (e: unknown) {
+          this.#logger.warn({ node: id, err: e }, "shard map entry ignored");
+        }
+      }
+    })();
+  }
+
+  async close(): Promise<void> {
+    for (const stop of this.#stops.splice(0)) stop();
+    await this.#mapConnection.close();
+    await this.#log.close();
+  }
+}
+
+function parseAnnouncement(text: string): NodeAnnouncement {
+  const value = JSON.parse(text) as Partial<NodeAnnouncement>;
+  if (typeof value.url !== "string" || !Array.isArray(value.shards) || !value.shards.every((s) => Number.isInteger(s))) throw new Error("not a node announcement");
+  return { url: value.url, shards: value.shards };
+}
+
+/** The token as a header carries it. */
+export function formatToken(token: ConsistencyToken): string {
+  return [...token].map(([shard, sequence]) => `${shard}:${sequence}`).join(",");
+}
+
+/** At most this many shards in one token: far more than one call writes. */
+const MAX_TOKEN_SHARDS = 64;
+
+export function parseToken(text: string): ConsistencyToken {
+  const token = new Map<number, number>();
+  for (const part of text.split(",")) {
+    const match = /^\s*(\d{1,6}):(\d{1,15})\s*$/.exec(part);
+    if (match === null || token.size >= MAX_TOKEN_SHARDS) throw new MalformedToken(`consistency token "${text.slice(0, 80)}" is not shard:sequence[,shard:sequence…]`);
+    token.set(Number(match[1]), Math.max(Number(match[2]), token.get(Number(match[1])) ?? 0));
+  }
+  return token;
+}

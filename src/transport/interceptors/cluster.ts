@@ -1,0 +1,79 @@
+// Opens each authenticated call's write scope (whose data it writes: storage/write-scope.ts) and, in clustered mode,
+// does what the cluster asks of a call: it is forwarded when this node does not serve its caller's shard, it waits
+// for the consistency token it carries, and its answer carries the token of what it wrote.
+import { Code, ConnectError, type Interceptor, type Transport, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { isAdmin, principalKey } from "../../auth/principal.js";
+import { currentWriteScope, inWriteScope } from "../../storage/write-scope.js";
+import { LogUnavailable } from "../../cluster/replicated-transaction.js";
+import { ClusterNode, MalformedToken, ReplicaBehind, ShardNotServed, formatToken, parseToken } from "../../cluster/cluster-node.js";
+
+/** Request and response header of the consistency token (gRPC metadata of the same name). */
+export const CONSISTENCY_TOKEN_HEADER = "engram-consistency-token";
+/** Set on a call one node forwards to another: the second node never forwards it again. */
+const FORWARDED_HEADER = "engram-forwarded-by";
+/** Headers a forwarded call keeps: who calls, and what it must read. */
+const FORWARDED_REQUEST_HEADERS = ["authorization", CONSISTENCY_TOKEN_HEADER] as const;
+
+export function clusterInterceptor(cluster: ClusterNode | undefined): Interceptor {
+  const transports = new Map<string, Transport>();
+  return (next) => async (req) => {
+    const principal = req.contextValues.get(principalKey);
+    if (principal === undefined) return next(req);
+    // An admin's writes (users, keys, any owner's data it manages) go to the global shard, which every node holds.
+    const owner = isAdmin(principal) ? undefined : principal.userId;
+    if (cluster !== undefined) {
+      const shard = cluster.shardOf({ owner });
+      if (!cluster.serves(shard)) {
+        if (req.header.get(FORWARDED_HEADER) !== null) throw unavailable(`node ${cluster.nodeId} does not serve shard ${shard} either (the shard map is changing); retry`);
+        if (req.stream) throw unavailable(`streaming calls of shard ${shard} must be made to a node that serves it`);
+        const url = cluster.nodeServing(shard);
+        if (url === undefined) throw unavailable(`no node serving shard ${shard} is in the shard map`);
+        let transport = transports.get(url);
+        if (transport === undefined) {
+          transport = createConnectTransport({ baseUrl: url, httpVersion: "1.1" });
+          transports.set(url, transport);
+        }
+        return forward(transport, req, cluster.nodeId);
+      }
+      const token = req.header.get(CONSISTENCY_TOKEN_HEADER);
+      if (token !== null && token.trim() !== "") await waitForToken(cluster, token);
+    }
+    return inWriteScope(owner, async () => {
+      try {
+        const res = await next(req);
+        const written = currentWriteScope()?.written;
+        if (written !== undefined && written.size > 0) res.header.set(CONSISTENCY_TOKEN_HEADER, formatToken(written));
+        return res;
+      } catch (e: unknown) {
+        if (e instanceof ShardNotServed || e instanceof LogUnavailable) throw unavailable(e.message);
+        throw e;
+      }
+    });
+  };
+}
+
+async function waitForToken(cluster: ClusterNode, text: string): Promise<void> {
+  try {
+    await cluster.waitFor(parseToken(text));
+  } catch (e: unknown) {
+    if (e instanceof MalformedToken) throw new ConnectError(`${CONSISTENCY_TOKEN_HEADER}: ${e.message}`, Code.InvalidArgument);
+    if (e instanceof ReplicaBehind) throw unavailable(e.message);
+    throw e;
+  }
+}
+
+async function forward(transport: Transport, req: UnaryRequest, nodeId: string): Promise<UnaryResponse> {
+  const header = new Headers();
+  for (const name of FORWARDED_REQUEST_HEADERS) {
+    const value = req.header.get(name);
+    if (value !== null) header.set(name, value);
+  }
+  header.set(FORWARDED_HEADER, nodeId);
+  const res = await transport.unary(req.method, req.signal, undefined, header, req.message, req.contextValues);
+  return { ...res, service: req.service, method: req.method } as UnaryResponse;
+}
+
+function unavailable(message: string): ConnectError {
+  return new ConnectError(message, Code.Unavailable);
+}
