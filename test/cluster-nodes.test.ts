@@ -137,7 +137,7 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
     if (n === 40) await Promise.all([nats.restart(1), startNode(2)]);
     const live = nodes.filter((node): node is ChildServer => node !== undefined);
     const writer = live[n % live.length] as ChildServer;
-    if (process.env["CLUSTER_TEST_TRACE"]) console.log(n, Date.now());
+    if (process.env["CLUSTER_TEST_TRACE"]) fs.appendFileSync("/tmp/cluster-trace", `${n} ${Date.now()}\n`);
     const reader = live[(n + 1) % live.length] as ChildServer;
     const tenant = n % 2;
     const key = tenants[tenant] as string;

@@ -34,6 +34,13 @@ export class ShardMovedOn extends Error {}
 export class LogTruncated extends Error {}
 
 const DEFAULT_STREAM = "ENGRAM_LOG";
+/**
+ * How long a request about the stream (its last sequence, a message) waits for an answer before it is asked again:
+ * while the cluster replaces a lost server, an unanswered request is better retried early than waited on.
+ */
+const API_TIMEOUT_MS = 2_000;
+/** A tail at most this long is read without a consumer (one request per command; server 2.9's next_by_subj). */
+const SHORT_TAIL = 64;
 /** Empty fetches (2 s each) in a row before a read gives up on the log. */
 const READ_ATTEMPTS = 10;
 const NANOS_PER_MS = 1_000_000;
@@ -56,7 +63,7 @@ export class CommandLog {
     const stream = options.stream ?? DEFAULT_STREAM;
     const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
-      const manager = await createRetrying(() => jetstreamManager(connection));
+      const manager = await createRetrying(() => jetstreamManager(connection, { timeout: API_TIMEOUT_MS }));
       const config = {
         name: stream,
         subjects: [`${stream}.*`],
@@ -134,6 +141,18 @@ export class CommandLog {
     const truncated = await this.truncatedUpTo(shard);
     if (after < truncated) throw new LogTruncated(`shard ${shard}: the log holds only the commands after ${truncated}, the reader is at ${after}; start from a snapshot`);
     let position = after;
+    // A short tail (a follower's usual read) is fetched message by message from the stream itself: no consumer to
+    // create and delete, which can take a request timeout each while the cluster has lost a server.
+    if (last - after <= SHORT_TAIL) {
+      while (position < last) {
+        const next = { seq: position + 1, next_by_subj: this.#subject(shard) } as unknown as { seq: number };
+        const message = await createRetrying(() => this.#manager.streams.getMessage(this.#stream, next));
+        if (message === null || message.seq > last) return;
+        position = message.seq;
+        yield { sequence: message.seq, shard, data: message.data };
+      }
+      return;
+    }
     // A fetch can come back empty while the stream's leader changes (a server lost): read on from where it stopped.
     for (let emptyFetches = 0; position < last; ) {
       const start = position + 1;
