@@ -2,7 +2,7 @@
 // Writes are spread over every node while one NATS server and one Engram node are killed (SIGKILL) and restarted.
 // Afterwards every acknowledged write is on every node exactly once, every node's store is identical record for
 // record, every consistency token gave read-your-writes on another node, a run deletion reached every node, and a
-// fourth node that joins late catches up to the same store.
+// fourth node that joins once the log was trimmed behind a snapshot starts from it and catches up to the same store.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -11,6 +11,8 @@ import { ensureBuilt, startChild, type ChildServer } from "./harness/child-serve
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 import { Storage } from "../src/storage/database.js";
+import { CommandLog } from "../src/cluster/command-log.js";
+import { SnapshotStore } from "../src/cluster/shard-snapshots.js";
 
 const adminKey = mintApiKey("local").key;
 const SHARDS = 3;
@@ -28,6 +30,7 @@ function nodeEnv(i: number, shards?: string): Record<string, string> {
     SERVICE_EMBEDDER: "hashed",
     SERVICE_CORE_ENABLE_DIRECT_SEARCH: "true",
     SERVICE_CLUSTER_READ_WAIT_MS: "15000",
+    SERVICE_CLUSTER_SNAPSHOT_INTERVAL_MS: "1000",
     SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
     SERVICE_CLUSTER_NODE_ID: `node${i}`,
     SERVICE_CLUSTER_SHARD_COUNT: String(SHARDS),
@@ -106,6 +109,22 @@ async function positionsOf(i: number): Promise<string> {
   }
 }
 
+/** Waits (bounded) until a node has published the snapshot of every shard and the log was trimmed behind it. */
+async function untilTrimmed(): Promise<void> {
+  const log = await CommandLog.open({ servers: nats.urls });
+  const snapshots = await SnapshotStore.open({ servers: nats.urls });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      if ((await snapshots.info("shards-1-2-3")) !== undefined && (await log.truncatedUpTo(0)) > 0) return;
+      if (attempt > 300) throw new Error("no snapshot was published, or the log was not trimmed behind it");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await snapshots.close();
+    await log.close();
+  }
+}
+
 beforeAll(async () => {
   ensureBuilt();
   nats = await NatsCluster.start(3);
@@ -166,7 +185,9 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
     expect(evidenceIds(kept)).toContain((written[2] as { id: string }).id);
   }
 
-  // A fourth node joins with an empty store and catches up from the log.
+  // The log is trimmed behind a snapshot: a node whose store is empty can no longer start from the log alone.
+  await untilTrimmed();
+  // A fourth node joins with an empty store: it starts from the snapshot and catches up on the log's tail.
   const late = await startNode(3);
   await succeed(late, "engram.v2.MemoryService/Query", { run_id: "run-0", query: "zq4x" }, tenants[0] as string, everything);
 

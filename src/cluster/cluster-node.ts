@@ -5,13 +5,17 @@
 // writes live on the global shard 0, which every node serves (so any node authenticates any caller). A transaction
 // belongs to the shard of the write scope it runs in (storage/write-scope.ts): the transport opens one per call, for
 // the caller; background work opens one for the owner it works for.
+import fs from "node:fs";
+import path from "node:path";
 import { Kvm, type KV } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { setSequenceStrides, type ReplayedWrite, type SequenceStride, type Storage } from "../storage/database.js";
 import { currentWriteScope, type WriteScope } from "../storage/write-scope.js";
 import type { ClusterConfig } from "../platform/config.js";
 import type { Logger } from "../platform/logger.js";
-import { CommandLog, createRetrying } from "./command-log.js";
+import { CommandLog, LogTruncated, createRetrying } from "./command-log.js";
+import { LogTrimmer, snapshotName } from "./log-trimming.js";
+import { SnapshotStore } from "./shard-snapshots.js";
 import { ShardReplica } from "./replicated-transaction.js";
 
 export const GLOBAL_SHARD = 0;
@@ -50,7 +54,21 @@ export class ClusterNode {
   readonly #stops: (() => void)[] = [];
   readonly #logger: Logger;
 
-  private constructor(config: ClusterConfig, log: CommandLog, mapConnection: NatsConnection, shardMap: KV, replicas: ReadonlyMap<number, ShardReplica>, logger: Logger) {
+  readonly #snapshots: SnapshotStore;
+  readonly #trimmer: LogTrimmer;
+
+  private constructor(
+    config: ClusterConfig,
+    log: CommandLog,
+    mapConnection: NatsConnection,
+    shardMap: KV,
+    replicas: ReadonlyMap<number, ShardReplica>,
+    logger: Logger,
+    snapshots: SnapshotStore,
+    trimmer: LogTrimmer,
+  ) {
+    this.#snapshots = snapshots;
+    this.#trimmer = trimmer;
     this.#config = config;
     this.#log = log;
     this.#mapConnection = mapConnection;
@@ -67,23 +85,49 @@ export class ClusterNode {
   static async join(config: ClusterConfig, storage: Storage, logger: Logger, onReplayed: (writes: readonly ReplayedWrite[]) => void): Promise<ClusterNode> {
     const log = await CommandLog.open({ servers: config.natsUrls, replicas: config.replicas });
     let mapConnection: NatsConnection | undefined;
+    let snapshots: SnapshotStore | undefined;
     try {
       mapConnection = await connect({ servers: [...config.natsUrls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
       const kvm = new Kvm(mapConnection);
       const shardMap = await createRetrying(() => kvm.create(SHARD_MAP_BUCKET, { replicas: config.replicas, history: 1 }));
+      snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas });
       const replicas = new Map<number, ShardReplica>();
       for (const shard of [GLOBAL_SHARD, ...config.servedShards]) replicas.set(shard, new ShardReplica(log, storage, shard, onReplayed));
-      const node = new ClusterNode(config, log, mapConnection, shardMap, replicas, logger);
-      for (const [shard, replica] of replicas) logger.info({ shard, applied: await replica.apply() }, "cluster shard caught up");
+      const trimmer = new LogTrimmer({ nodeId: config.nodeId, shards: config.servedShards }, storage, log, shardMap, snapshots, logger);
+      const node = new ClusterNode(config, log, mapConnection, shardMap, replicas, logger, snapshots, trimmer);
+      for (const [shard, replica] of replicas) {
+        try {
+          logger.info({ shard, applied: await replica.apply() }, "cluster shard caught up");
+        } catch (e: unknown) {
+          if (e instanceof LogTruncated) throw new Error(`${e.message}: stop this node, empty its data directory, and start it again to begin from the snapshot of shards ${config.servedShards.join(",")}`);
+          throw e;
+        }
+      }
       storage.replicateThrough((fn) => node.#transaction(fn));
       setSequenceStrides(() => node.#strideOf(node.shardOf(currentWriteScope())));
       await node.#announce();
       await node.#watchShardMap();
       return node;
     } catch (e: unknown) {
+      await snapshots?.close();
       await mapConnection?.close();
       await log.close();
       throw e;
+    }
+  }
+
+  /**
+   * A node whose store is empty (new, or wiped) starts from the latest snapshot of its set of shards, when there is
+   * one: it then applies only the log's tail. Call before the store is opened.
+   */
+  static async bootstrap(config: ClusterConfig, lmdbDir: string, logger: Logger): Promise<void> {
+    if (fs.existsSync(path.join(lmdbDir, "data.mdb"))) return;
+    const snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas });
+    try {
+      const restored = await snapshots.restore(snapshotName(config.servedShards), lmdbDir);
+      if (restored !== undefined) logger.info({ snapshot: restored.name, bytes: restored.bytes, positions: restored.positions }, "store restored from the cluster snapshot");
+    } finally {
+      await snapshots.close();
     }
   }
 
@@ -94,6 +138,13 @@ export class ClusterNode {
   /** Applies every served shard's commands as they are appended (call once the indexes hear replayed writes). */
   follow(): void {
     for (const replica of this.#replicas.values()) this.#stops.push(replica.follow());
+    const every = this.#config.snapshotIntervalMs;
+    if (every === 0) return;
+    const timer = setInterval(() => {
+      this.#trimmer.round().catch((e: unknown) => this.#logger.warn({ err: e }, "cluster snapshot and log trim failed; the next round tries again"));
+    }, every);
+    timer.unref();
+    this.#stops.push(() => clearInterval(timer));
   }
 
   /** The shard a scope's writes go to: its owner's, or the global shard for no single owner. */
@@ -163,6 +214,10 @@ export class ClusterNode {
 
   async close(): Promise<void> {
     for (const stop of this.#stops.splice(0)) stop();
+    // The last progress lets the others trim up to where this node stopped; a round under way finishes first.
+    await this.#trimmer.idle();
+    await this.#trimmer.recordProgress().catch(() => undefined);
+    await this.#snapshots.close();
     await this.#mapConnection.close();
     await this.#log.close();
   }

@@ -109,13 +109,16 @@ export class CommandLog {
   }
 
   /**
-   * Drops the shard's commands up to `upTo` (a snapshot holds their effects), after recording the mark on a subject of
-   * its own: a reader from before the mark is told so (LogTruncated) instead of silently missing commands.
+   * Drops the shard's commands up to `upTo` (a snapshot holds their effects), except its last one, after recording the
+   * mark on a subject of its own: a reader from before the mark is told so (LogTruncated) instead of silently missing
+   * commands.
    */
   async truncate(shard: number, upTo: number): Promise<void> {
-    if (upTo <= (await this.truncatedUpTo(shard))) return;
-    await this.#client.publish(this.#markSubject(shard), new TextEncoder().encode(String(upTo)));
-    await this.#manager.streams.purge(this.#stream, { filter: this.#subject(shard), seq: upTo + 1 });
+    // The shard's last command always stays: JetStream checks an append's expected last sequence against it.
+    const dropTo = Math.min(upTo, (await this.lastSequence(shard)) - 1);
+    if (dropTo <= (await this.truncatedUpTo(shard))) return;
+    await this.#client.publish(this.#markSubject(shard), new TextEncoder().encode(String(dropTo)));
+    await this.#manager.streams.purge(this.#stream, { filter: this.#subject(shard), seq: dropTo + 1 });
     // Only the newest mark is needed.
     const mark = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) });
     if (mark !== null) await this.#manager.streams.purge(this.#stream, { filter: this.#markSubject(shard), seq: mark.seq });

@@ -67,7 +67,7 @@ export class SnapshotStore {
 
   /** The snapshot kept under `name`, or undefined. */
   async info(name: string): Promise<SnapshotInfo | undefined> {
-    const info = await this.#store.info(name);
+    const info = await createRetrying(() => this.#store.info(name));
     if (info === null || info.deleted === true) return undefined;
     return { name, positions: positionsOf(info.description), bytes: info.size };
   }
@@ -77,7 +77,7 @@ export class SnapshotStore {
    * and returns what it holds; undefined when there is no such snapshot. The object store checks its digest.
    */
   async restore(name: string, dir: string): Promise<SnapshotInfo | undefined> {
-    const result = await this.#store.get(name);
+    const result = await createRetrying(() => this.#store.get(name));
     if (result === null) return undefined;
     fs.mkdirSync(dir, { recursive: true });
     if (fs.readdirSync(dir).length > 0) throw new Error(`${dir} is not empty: a snapshot is restored into an empty store only`);

@@ -79,6 +79,11 @@ export interface ClusterConfig {
   readonly readWaitMs: number;
   /** JetStream replicas of the log (SERVICE_CLUSTER_REPLICAS): 3 survives the loss of one NATS server. */
   readonly replicas: number;
+  /**
+   * How often a node records its progress and, when its turn, snapshots its shards and trims the log behind the
+   * snapshots (SERVICE_CLUSTER_SNAPSHOT_INTERVAL_MS); 0: never, the log keeps every command.
+   */
+  readonly snapshotIntervalMs: number;
 }
 
 /** Each API key's token bucket: `burst` calls at once, refilled at `perSecond` calls a second. */
@@ -223,6 +228,7 @@ function clusterConfig(env: Env, port: number): ClusterConfig | undefined {
     advertiseUrl,
     readWaitMs: integer(env, "SERVICE_CLUSTER_READ_WAIT_MS", 5_000, 0, 600_000),
     replicas: integer(env, "SERVICE_CLUSTER_REPLICAS", 3, 1, 5),
+    snapshotIntervalMs: integer(env, "SERVICE_CLUSTER_SNAPSHOT_INTERVAL_MS", 600_000, 0, 86_400_000),
   });
 }
 
