@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
+import { grpcStream, type JsonObject } from "./harness/callers.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 import { Storage } from "../src/storage/database.js";
@@ -136,6 +137,40 @@ afterAll(async () => {
   await nats?.stop();
   fs.rmSync(root, { recursive: true, force: true });
 });
+
+it("delivers a control event of a write on one node to a subscriber on another, and to that owner only", async () => {
+  const [node0, node1] = nodes as [ChildServer, ChildServer];
+  const keys: string[] = [];
+  let token = "";
+  for (const name of ["gamma", "delta"]) {
+    const created = await succeed(node0, "engram.v2.AuthService/CreateUser", { username: name }, adminKey);
+    keys.push(String(created.body["api_key"]));
+    token = mergeTokens([token, created.token as string].filter((t) => t !== ""));
+  }
+  // Node 1 knows both keys once it has applied their creation.
+  await succeed(node1, "engram.v2.MemoryService/Query", { run_id: "e", query: "nothing" }, keys[0] as string, token);
+  const stream = grpcStream(Number(new URL(node1.baseUrl).port), "engram.v2.EventsService/Subscribe", { run_id: "e1", event_types: ["entry.*"] }, keys[0] as string);
+  const received: JsonObject[] = [];
+  const waiters: (() => void)[] = [];
+  stream.on("data", (event: JsonObject) => {
+    received.push(event);
+    waiters.shift()?.();
+  });
+  stream.on("error", () => undefined);
+  const next = async (count: number): Promise<void> => {
+    while (received.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
+  };
+  await next(1);
+  expect(received[0]).toMatchObject({ type: "subscribed", run_id: "e1" });
+  // Another owner's write to a run of the same name, then the subscriber's own: only the latter reaches it.
+  await succeed(node0, "engram.v2.MemoryService/Remember", { session_id: "e1", content: "another owner's fact" }, keys[1] as string);
+  const own = await succeed(node0, "engram.v2.MemoryService/Remember", { session_id: "e1", content: "the subscriber's own fact" }, keys[0] as string);
+  await next(2);
+  stream.cancel();
+  expect(received[1]).toMatchObject({ type: "entry.created", run_id: "e1" });
+  expect(JSON.parse(String(received[1]?.["payload"]))).toMatchObject({ entry_id: own.body["entry_id"] });
+  expect(received).toHaveLength(2);
+}, 60_000);
 
 it("survives a NATS server and an Engram node killed mid-load: every write on every node once, stores identical", async () => {
   const node0 = nodes[0] as ChildServer;

@@ -16,6 +16,8 @@ import type { Logger } from "../platform/logger.js";
 import { CommandLog, LogTruncated, createRetrying } from "./command-log.js";
 import { LogTrimmer, snapshotName } from "./log-trimming.js";
 import { SnapshotStore } from "./shard-snapshots.js";
+import { EventRelay } from "./event-relay.js";
+import type { EventBus } from "../events/event-bus.js";
 import { ShardReplica } from "./replicated-transaction.js";
 
 export const GLOBAL_SHARD = 0;
@@ -145,6 +147,14 @@ export class ClusterNode {
     }, every);
     timer.unref();
     this.#stops.push(() => clearInterval(timer));
+  }
+
+  /** Carries control events between this node's bus and the other nodes' (event-relay.ts). */
+  async relayEvents(bus: EventBus): Promise<void> {
+    const relay = await EventRelay.open(this.#mapConnection, this.#config.nodeId, this.#config.replicas);
+    bus.relayTo((event) => relay.send(event), this.#config.nodeId);
+    relay.listen((event) => bus.deliver(event));
+    this.#stops.push(() => relay.close());
   }
 
   /** The shard a scope's writes go to: its owner's, or the global shard for no single owner. */

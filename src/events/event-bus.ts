@@ -77,6 +77,8 @@ export class EventBus {
   readonly #slots: SubscriptionSlots;
   #sequence = 0;
   #shutDown = false;
+  #relay: ((event: ControlEvent) => void) | undefined;
+  #idSuffix = "";
 
   constructor(limits?: SubscriptionLimits) {
     this.#slots = new SubscriptionSlots("control event subscriptions", limits);
@@ -84,14 +86,29 @@ export class EventBus {
 
   publish(event: Omit<ControlEvent, "id" | "createdAt">): void {
     // Nobody to deliver to (the usual case during a bulk write): the id is still taken, nothing else is built.
-    if (this.#subscriptions.size === 0) {
+    if (this.#subscriptions.size === 0 && this.#relay === undefined) {
       this.#sequence++;
       return;
     }
-    const full: ControlEvent = { ...event, id: `evt_${(++this.#sequence).toString(36)}`, createdAt: new Date().toISOString() };
+    const full: ControlEvent = { ...event, id: `evt_${(++this.#sequence).toString(36)}${this.#idSuffix}`, createdAt: new Date().toISOString() };
+    this.#relay?.(full);
+    this.deliver(full);
+  }
+
+  /** Hands an event to the matching subscribers: one published here, or (clustered) relayed from another node. */
+  deliver(event: ControlEvent): void {
     for (const subscription of this.#subscriptions) {
-      if (matches(subscription.filter, full)) subscription.push(full);
+      if (matches(subscription.filter, event)) subscription.push(event);
     }
+  }
+
+  /**
+   * Clustered mode: every event published here is also handed to `relay`, which carries it to the other nodes'
+   * subscribers; ids end in `_<node id>`, so that events of different nodes never share one.
+   */
+  relayTo(relay: (event: ControlEvent) => void, nodeId: string): void {
+    this.#relay = relay;
+    this.#idSuffix = `_${nodeId}`;
   }
 
   /**
@@ -129,7 +146,8 @@ export class EventBus {
     }
   }
 
-  get subscriberCount(): number {
-    return this.#subscriptions.size;
+  /** Whether an event published now may reach anyone: a subscriber here, or (clustered) on another node. */
+  get listened(): boolean {
+    return this.#subscriptions.size > 0 || this.#relay !== undefined;
   }
 }

@@ -48,7 +48,7 @@ export class EntryWriter {
     const byType = new Map<string, number>();
     for (const { record } of written) byType.set(record.entryType, (byType.get(record.entryType) ?? 0) + 1);
     for (const [entryType, count] of byType) this.#metrics.ingestItems.inc({ entry_type: entryType }, count);
-    if (this.#events.subscriberCount === 0) return;
+    if (!this.#events.listened) return;
     for (const { record, superseded } of written) {
       this.#events.publish({
         type: "entry.created",

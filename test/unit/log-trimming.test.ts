@@ -9,7 +9,7 @@ it("trims each shard to the oldest of its snapshots and of the nodes serving it"
     b: { shards: [1, 2], applied: { "0": 35, "1": 28, "2": 26 } },
     c: { shards: [3], applied: { "0": 50, "3": 44 } },
   });
-  const snapshots = new Map([
+  const snapshots = new Map<string, Record<string, number>>([
     [snapshotName([1, 2]), { "0": 33, "1": 29, "2": 20 }],
     [snapshotName([3]), { "0": 45, "3": 41 }],
   ]);
