@@ -172,6 +172,38 @@ it("delivers a control event of a write on one node to a subscriber on another, 
   expect(received).toHaveLength(2);
 }, 60_000);
 
+it("forwards a call for a shard a node does not serve to one that does, over Connect and REST", async () => {
+  const node0 = nodes[0] as ChildServer;
+  // A node holding tenant shard 1 only (and the global shard, which every node holds).
+  const partial = await startNode(4, "1");
+  const byShard = new Map<number, { key: string; token: string }>();
+  for (let i = 0; byShard.size < 2 && i < 12; i++) {
+    const created = await succeed(node0, "engram.v2.AuthService/CreateUser", { username: `fwd${i}` }, adminKey);
+    const shard = 1 + (Number(created.body["user_id"]) % SHARDS);
+    if (shard === 1 ? !byShard.has(1) : ![...byShard.keys()].some((s) => s !== 1)) byShard.set(shard, { key: String(created.body["api_key"]), token: created.token as string });
+  }
+  expect(byShard.size).toBe(2);
+  for (const [shard, { key, token }] of byShard) {
+    const marker = `fwd${shard}q`;
+    const wrote = await succeed(partial, "engram.v2.MemoryService/Remember", { session_id: "f", content: `A fact with the marker ${marker}.` }, key, token);
+    expect(wrote.token, `shard ${shard}`).toMatch(new RegExp(`^${shard}:\\d+$`));
+    const read = await succeed(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: marker, mode: "direct_bypass" }, key, wrote.token as string);
+    expect(evidenceIds(read)).toContain(String(wrote.body["entry_id"]));
+    // The HTTP/JSON gateway's calls go the same way.
+    const rest = await fetch(`${partial.baseUrl}/v2/control/query`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", [TOKEN]: wrote.token as string },
+      body: JSON.stringify({ run_id: "f", query: marker, mode: "direct_bypass" }),
+    });
+    expect(rest.status).toBe(200);
+    expect(((await rest.json()) as { evidence: { id: string }[] }).evidence.map((e) => e.id)).toContain(String(wrote.body["entry_id"]));
+  }
+  // A malformed token is refused, naming the header.
+  const bad = await call(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: "x" }, (byShard.get(1) as { key: string }).key, "not-a-token");
+  expect(bad.status).toBe(400);
+  expect(String(bad.body["message"])).toContain(TOKEN);
+}, 90_000);
+
 it("survives a NATS server and an Engram node killed mid-load: every write on every node once, stores identical", async () => {
   const node0 = nodes[0] as ChildServer;
   const tenants: string[] = [];
@@ -213,10 +245,10 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
   const deleted = await succeed(nodes[1] as ChildServer, "engram.v2.RunsService/DeleteRun", { run_id: "run-1" }, tenants[1] as string);
   tokens.push(deleted.token as string);
   const everything = mergeTokens(tokens);
-  for (const node of nodes) {
-    const read = await succeed(node as ChildServer, "engram.v2.MemoryService/Query", { run_id: "run-1", query: "zq3x", mode: "direct_bypass" }, tenants[1] as string, everything);
+  for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) {
+    const read = await succeed(node, "engram.v2.MemoryService/Query", { run_id: "run-1", query: "zq3x", mode: "direct_bypass" }, tenants[1] as string, everything);
     expect(evidenceIds(read), `run deleted on ${node?.baseUrl}`).toEqual([]);
-    const kept = await succeed(node as ChildServer, "engram.v2.MemoryService/Query", { run_id: "run-0", query: "zq2x", mode: "direct_bypass" }, tenants[0] as string, everything);
+    const kept = await succeed(node, "engram.v2.MemoryService/Query", { run_id: "run-0", query: "zq2x", mode: "direct_bypass" }, tenants[0] as string, everything);
     expect(evidenceIds(kept)).toContain((written[2] as { id: string }).id);
   }
 
@@ -231,7 +263,7 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
   await nodes[1]?.kill("SIGTERM");
   nodes[1] = undefined;
   const reached = await positionsOf(1);
-  for (const i of [0, 2, 3]) await succeed(nodes[i] as ChildServer, "engram.v2.MemoryService/Query", { run_id: "run-0", query: "zq4x" }, tenants[0] as string, reached);
+  for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) await succeed(node, "engram.v2.MemoryService/Query", { run_id: "run-0", query: "zq4x" }, tenants[0] as string, reached);
   for (const [i, node] of nodes.entries()) {
     await node?.kill("SIGTERM");
     nodes[i] = undefined;

@@ -126,7 +126,13 @@ export class ClusterNode {
     if (fs.existsSync(path.join(lmdbDir, "data.mdb"))) return;
     const snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas });
     try {
-      const restored = await snapshots.restore(snapshotName(config.servedShards), lmdbDir);
+      // The snapshot of this node's own set; else the smallest that holds all of its shards (the first node of a new
+      // set): its other shards' records stay as they were, unused, since calls for them are forwarded.
+      const needed = [GLOBAL_SHARD, ...config.servedShards].map(String);
+      const name =
+        (await snapshots.info(snapshotName(config.servedShards)))?.name ??
+        (await snapshots.list()).filter((s) => needed.every((shard) => shard in s.positions)).sort((a, b) => a.bytes - b.bytes)[0]?.name;
+      const restored = name === undefined ? undefined : await snapshots.restore(name, lmdbDir);
       if (restored !== undefined) logger.info({ snapshot: restored.name, bytes: restored.bytes, positions: restored.positions }, "store restored from the cluster snapshot");
     } finally {
       await snapshots.close();
@@ -191,11 +197,14 @@ export class ClusterNode {
     if (applied.includes(false)) throw new ReplicaBehind(`node ${this.#config.nodeId} had not applied the consistency token's writes within ${this.#config.readWaitMs} ms; retry`);
   }
 
-  /** A node that serves `shard`, other than this one: its URL from the shard map, or undefined when none does. */
-  nodeServing(shard: number): string | undefined {
+  /** The other nodes that serve `shard`, by URL from the shard map, in random order (forwarded calls spread out). */
+  nodesServing(shard: number): string[] {
     const candidates = [...this.#nodes].filter(([id, node]) => id !== this.#config.nodeId && node.shards.includes(shard)).map(([, node]) => node.url);
-    // Spread forwarded calls over the nodes that can take them.
-    return candidates[Math.floor(Math.random() * candidates.length)];
+    for (let i = candidates.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [candidates[i], candidates[j]] = [candidates[j] as string, candidates[i] as string];
+    }
+    return candidates;
   }
 
   async #announce(): Promise<void> {

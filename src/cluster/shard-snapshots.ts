@@ -72,6 +72,12 @@ export class SnapshotStore {
     return { name, positions: positionsOf(info.description), bytes: info.size };
   }
 
+  /** Every snapshot kept. */
+  async list(): Promise<SnapshotInfo[]> {
+    const infos = await createRetrying(() => this.#store.list());
+    return infos.filter((info) => info.deleted !== true).map((info) => ({ name: info.name, positions: positionsOf(info.description), bytes: info.size }));
+  }
+
   /**
    * Writes the snapshot kept under `name` as the store of the empty directory `dir` (an LMDB environment directory)
    * and returns what it holds; undefined when there is no such snapshot. The object store checks its digest.

@@ -5,8 +5,8 @@ import { Code, ConnectError, type Interceptor, type Transport, type UnaryRequest
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { isAdmin, principalKey } from "../../auth/principal.js";
 import { currentWriteScope, inWriteScope } from "../../storage/write-scope.js";
-import { LogUnavailable } from "../../cluster/replicated-transaction.js";
-import { ClusterNode, MalformedToken, ReplicaBehind, ShardNotServed, formatToken, parseToken } from "../../cluster/cluster-node.js";
+import { LogUnavailable, TooManyWaiters } from "../../cluster/replicated-transaction.js";
+import { ClusterNode, GLOBAL_SHARD, MalformedToken, ReplicaBehind, ShardNotServed, formatToken, parseToken, type ConsistencyToken } from "../../cluster/cluster-node.js";
 
 /** Request and response header of the consistency token (gRPC metadata of the same name). */
 export const CONSISTENCY_TOKEN_HEADER = "engram-consistency-token";
@@ -14,6 +14,24 @@ export const CONSISTENCY_TOKEN_HEADER = "engram-consistency-token";
 const FORWARDED_HEADER = "engram-forwarded-by";
 /** Headers a forwarded call keeps: who calls, and what it must read. */
 const FORWARDED_REQUEST_HEADERS = ["authorization", CONSISTENCY_TOKEN_HEADER] as const;
+/** Transports to other nodes kept at once (one per node URL; a node that restarts on a new port adds one). */
+const MAX_TRANSPORTS = 256;
+
+/**
+ * Before authentication: a call carrying a consistency token first waits for the token's global-shard position, where
+ * users and API keys live, so that a key created on another node authenticates here at once (read-your-writes for
+ * keys). The rest of the token is waited for after authentication.
+ */
+export function globalTokenInterceptor(cluster: ClusterNode | undefined): Interceptor {
+  return (next) => async (req) => {
+    const text = req.header.get(CONSISTENCY_TOKEN_HEADER);
+    if (cluster !== undefined && text !== null && text.trim() !== "") {
+      const position = parsed(text).get(GLOBAL_SHARD);
+      if (position !== undefined) await waitFor(cluster, new Map([[GLOBAL_SHARD, position]]));
+    }
+    return next(req);
+  };
+}
 
 export function clusterInterceptor(cluster: ClusterNode | undefined): Interceptor {
   const transports = new Map<string, Transport>();
@@ -27,14 +45,25 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
       if (!cluster.serves(shard)) {
         if (req.header.get(FORWARDED_HEADER) !== null) throw unavailable(`node ${cluster.nodeId} does not serve shard ${shard} either (the shard map is changing); retry`);
         if (req.stream) throw unavailable(`streaming calls of shard ${shard} must be made to a node that serves it`);
-        const url = cluster.nodeServing(shard);
-        if (url === undefined) throw unavailable(`no node serving shard ${shard} is in the shard map`);
-        let transport = transports.get(url);
-        if (transport === undefined) {
-          transport = createConnectTransport({ baseUrl: url, httpVersion: "1.1" });
-          transports.set(url, transport);
+        const urls = cluster.nodesServing(shard);
+        if (urls.length === 0) throw unavailable(`no node serving shard ${shard} is in the shard map`);
+        // A node the map still lists may be down: the next one is tried.
+        let failure: unknown;
+        for (const url of urls) {
+          let transport = transports.get(url);
+          if (transport === undefined) {
+            transport = createConnectTransport({ baseUrl: url, httpVersion: "1.1" });
+            if (transports.size >= MAX_TRANSPORTS) transports.clear();
+            transports.set(url, transport);
+          }
+          try {
+            return await forward(transport, req, cluster.nodeId);
+          } catch (e: unknown) {
+            if (!(e instanceof ConnectError) || e.code !== Code.Unavailable) throw e;
+            failure = e;
+          }
         }
-        return forward(transport, req, cluster.nodeId);
+        throw failure;
       }
       const token = req.header.get(CONSISTENCY_TOKEN_HEADER);
       if (token !== null && token.trim() !== "") await waitForToken(cluster, token);
@@ -53,12 +82,24 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
   };
 }
 
-async function waitForToken(cluster: ClusterNode, text: string): Promise<void> {
+function waitForToken(cluster: ClusterNode, text: string): Promise<void> {
+  return waitFor(cluster, parsed(text));
+}
+
+function parsed(text: string): ConsistencyToken {
   try {
-    await cluster.waitFor(parseToken(text));
+    return parseToken(text);
   } catch (e: unknown) {
     if (e instanceof MalformedToken) throw new ConnectError(`${CONSISTENCY_TOKEN_HEADER}: ${e.message}`, Code.InvalidArgument);
-    if (e instanceof ReplicaBehind) throw unavailable(e.message);
+    throw e;
+  }
+}
+
+async function waitFor(cluster: ClusterNode, token: ConsistencyToken): Promise<void> {
+  try {
+    await cluster.waitFor(token);
+  } catch (e: unknown) {
+    if (e instanceof ReplicaBehind || e instanceof TooManyWaiters) throw unavailable(e.message);
     throw e;
   }
 }
