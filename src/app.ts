@@ -1,11 +1,12 @@
 // Wiring only: config → logger/metrics → storage → retrieval → services → one-port server.
+import path from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import { createLogger, type Logger } from "./platform/logger.js";
 import { createMetrics, type Metrics } from "./platform/metrics.js";
 import { Readiness } from "./platform/readiness.js";
 import { openStorage, type ReplayedWrite } from "./storage/database.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
-import { clusterInterceptor } from "./transport/interceptors/cluster.js";
+import { clusterInterceptor, globalTokenInterceptor } from "./transport/interceptors/cluster.js";
 import type { WriteFaults } from "./storage/write-faults.js";
 import { BackgroundGate } from "./platform/background-gate.js";
 import { UserStore } from "./storage/user-store.js";
@@ -129,6 +130,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const logger = options.logger ?? createLogger(config.logLevel);
   const metrics = createMetrics();
   const readiness = new Readiness();
+  // A clustered node with an empty store starts from its shards' snapshot, when the cluster has one.
+  if (config.cluster !== undefined) await ClusterNode.bootstrap(config.cluster, path.join(config.dataDir, "lmdb"), logger);
   const storage = openStorage(config.dataDir, { maxStoreBytes: config.maxStoreBytes });
   // Clustered: the store catches up on the log before anything reads it; the indexes hear other nodes' writes once
   // they are loaded (`follow` below).
@@ -142,6 +145,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
 
   const subscriptionLimits = { perKey: config.maxSubscriptionsPerKey, total: config.maxSubscriptions };
   const events = new EventBus(subscriptionLimits);
+  await cluster?.relayEvents(events);
   const embedder = await createEmbedder(config);
   const index = new MemoryIndex(storage, entries, embedder, logger);
   // Observes the catalog from before it loads, so its run summaries are rebuilt with it at start-up.
@@ -159,7 +163,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     config.rateLimit === undefined ? undefined : { buckets: new TokenBuckets(config.rateLimit, options.rateLimitNow ?? (() => performance.now())), limitAdmin: config.rateLimit.limitAdmin };
   const rateLimit = limits === undefined ? [] : [rateLimitInterceptor(limits.buckets, limits.limitAdmin)];
   const record = callRecorder(logger, metrics);
-  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), authInterceptor(authenticator), ...rateLimit, clusterInterceptor(cluster), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
+  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), globalTokenInterceptor(cluster), authInterceptor(authenticator), ...rateLimit, clusterInterceptor(cluster), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
@@ -274,7 +278,18 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     throw e;
   }
   if (cluster !== undefined) {
-    onReplayed = (writes) => index.replayed(writes);
+    // Everything derived in memory from the store follows the writes other nodes made, as it follows this node's; one
+    // that fails is logged, and neither keeps the others from hearing the writes nor stops the shard's replay.
+    const followers = { memory: index, acl, core, liveness: livenessWatch };
+    onReplayed = (writes) => {
+      for (const [name, follower] of Object.entries(followers)) {
+        try {
+          follower.replayed(writes);
+        } catch (e: unknown) {
+          logger.error({ err: e, follower: name }, "replayed writes not applied in memory");
+        }
+      }
+    };
     cluster.follow();
   }
   readiness.markReady();

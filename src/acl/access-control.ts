@@ -2,7 +2,7 @@
 // `acl_rebuild_in_progress`), and consulted wherever a caller reaches a run it does not own.
 import type { Key } from "lmdb";
 import type { Principal } from "../auth/principal.js";
-import type { Storage } from "../storage/database.js";
+import type { ReplayedWrite, Storage } from "../storage/database.js";
 import { openFields } from "../storage/record-codec.js";
 
 export const PERMISSIONS = ["read", "write"] as const;
@@ -131,6 +131,21 @@ export class AccessControl {
     if (result === "removed") this.#uncache(owner, runId, principalType, principalId, lane);
     else if (result === "read") this.#cache({ owner, runId, principalType, principalId, lane, permission: "read" });
     return result !== undefined;
+  }
+
+  /**
+   * Clustered mode: the writes of a command another node computed, committed here: its grants made, widened, narrowed
+   * and revoked are cached here as that node's own `grant` and `revoke` cached them there.
+   */
+  replayed(writes: readonly ReplayedWrite[]): void {
+    for (const { db, key, before, after } of writes) {
+      if (db !== "grants") continue;
+      if (after !== undefined) this.#cache(decodeGrant(key, after));
+      else if (before !== undefined) {
+        const { owner, runId, principalType, principalId, lane } = decodeGrant(key, before);
+        this.#uncache(owner, runId, principalType, principalId, lane);
+      }
+    }
   }
 
   /** Whether a principal holds a permission on an owner's run (and lane, when not ""), and why. */

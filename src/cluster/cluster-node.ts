@@ -21,7 +21,6 @@ import type { EventBus } from "../events/event-bus.js";
 import { ShardReplica } from "./replicated-transaction.js";
 
 export const GLOBAL_SHARD = 0;
-const SHARD_MAP_BUCKET = "engram-shard-map";
 
 /** A consistency token: the last log position a call wrote at, per shard (`shard:sequence`, comma-separated). */
 export type ConsistencyToken = ReadonlyMap<number, number>;
@@ -85,14 +84,14 @@ export class ClusterNode {
    * made, once the caller starts following (`follow`).
    */
   static async join(config: ClusterConfig, storage: Storage, logger: Logger, onReplayed: (writes: readonly ReplayedWrite[]) => void): Promise<ClusterNode> {
-    const log = await CommandLog.open({ servers: config.natsUrls, replicas: config.replicas });
+    const log = await CommandLog.open({ servers: config.natsUrls, replicas: config.replicas, stream: `${config.name}_LOG` });
     let mapConnection: NatsConnection | undefined;
     let snapshots: SnapshotStore | undefined;
     try {
       mapConnection = await connect({ servers: [...config.natsUrls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
       const kvm = new Kvm(mapConnection);
-      const shardMap = await createRetrying(() => kvm.create(SHARD_MAP_BUCKET, { replicas: config.replicas, history: 1 }));
-      snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas });
+      const shardMap = await createRetrying(() => kvm.create(`${config.name.toLowerCase()}-shard-map`, { replicas: config.replicas, history: 1 }));
+      snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas, bucket: `${config.name.toLowerCase()}-snapshots` });
       const replicas = new Map<number, ShardReplica>();
       for (const shard of [GLOBAL_SHARD, ...config.servedShards]) replicas.set(shard, new ShardReplica(log, storage, shard, onReplayed));
       const trimmer = new LogTrimmer({ nodeId: config.nodeId, shards: config.servedShards }, storage, log, shardMap, snapshots, logger);
@@ -124,7 +123,7 @@ export class ClusterNode {
    */
   static async bootstrap(config: ClusterConfig, lmdbDir: string, logger: Logger): Promise<void> {
     if (fs.existsSync(path.join(lmdbDir, "data.mdb"))) return;
-    const snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas });
+    const snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas, bucket: `${config.name.toLowerCase()}-snapshots` });
     try {
       // The snapshot of this node's own set; else the smallest that holds all of its shards (the first node of a new
       // set): its other shards' records stay as they were, unused, since calls for them are forwarded.
@@ -157,7 +156,7 @@ export class ClusterNode {
 
   /** Carries control events between this node's bus and the other nodes' (event-relay.ts). */
   async relayEvents(bus: EventBus): Promise<void> {
-    const relay = await EventRelay.open(this.#mapConnection, this.#config.nodeId, this.#config.replicas);
+    const relay = await EventRelay.open(this.#mapConnection, `${this.#config.name}_EVENTS`, this.#config.nodeId, this.#config.replicas);
     bus.relayTo((event) => relay.send(event), this.#config.nodeId);
     relay.listen((event) => bus.deliver(event));
     this.#stops.push(() => relay.close());

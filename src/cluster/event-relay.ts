@@ -1,5 +1,5 @@
 // Control events in clustered mode: a subscriber may be connected to any node, so each node publishes the events of
-// its writes on a subject of the events stream (`ENGRAM_EVENTS.<node id>`: kept, bounded by age and count, in the same
+// its writes on a subject of the events stream (`<cluster>_EVENTS.<node id>`: kept, bounded by age and count, in the same
 // JetStream cluster as the log), and every node hands the events other nodes published to its own subscribers as
 // they arrive. Live delivery, like a single server's: a node disconnected meanwhile does not replay what it missed.
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
@@ -7,7 +7,6 @@ import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@
 import type { ControlEvent } from "../events/event-bus.js";
 import { createRetrying } from "./command-log.js";
 
-const STREAM = "ENGRAM_EVENTS";
 /** Events kept in the stream at most: for an hour, and at most this many (the oldest go first). */
 const MAX_AGE_MS = 3_600_000;
 const MAX_EVENTS = 100_000;
@@ -15,23 +14,25 @@ const NANOS_PER_MS = 1_000_000;
 
 export class EventRelay {
   readonly #connection: NatsConnection;
+  readonly #stream: string;
   readonly #nodeId: string;
   #subscription: Subscription | undefined;
 
-  private constructor(connection: NatsConnection, nodeId: string) {
+  private constructor(connection: NatsConnection, stream: string, nodeId: string) {
     this.#connection = connection;
+    this.#stream = stream;
     this.#nodeId = nodeId;
   }
 
-  static async open(connection: NatsConnection, nodeId: string, replicas: number): Promise<EventRelay> {
+  static async open(connection: NatsConnection, stream: string, nodeId: string, replicas: number): Promise<EventRelay> {
     const manager = await createRetrying(() => jetstreamManager(connection, { timeout: 2_000 }));
     await createRetrying(async () => {
       try {
-        await manager.streams.info(STREAM);
+        await manager.streams.info(stream);
       } catch {
         await manager.streams.add({
-          name: STREAM,
-          subjects: [`${STREAM}.*`],
+          name: stream,
+          subjects: [`${stream}.*`],
           storage: StorageType.File,
           num_replicas: replicas,
           retention: RetentionPolicy.Limits,
@@ -41,18 +42,18 @@ export class EventRelay {
         });
       }
     });
-    return new EventRelay(connection, nodeId);
+    return new EventRelay(connection, stream, nodeId);
   }
 
   /** Publishes an event of this node's (not waiting for the stream: the write it reports is already durable). */
   send(event: ControlEvent): void {
-    this.#connection.publish(`${STREAM}.${this.#nodeId}`, JSON.stringify(event));
+    this.#connection.publish(`${this.#stream}.${this.#nodeId}`, JSON.stringify(event));
   }
 
   /** Hands every event another node publishes to `deliver`, from now on. */
   listen(deliver: (event: ControlEvent) => void): void {
-    const own = `${STREAM}.${this.#nodeId}`;
-    this.#subscription = this.#connection.subscribe(`${STREAM}.*`, {
+    const own = `${this.#stream}.${this.#nodeId}`;
+    this.#subscription = this.#connection.subscribe(`${this.#stream}.*`, {
       callback: (error, message) => {
         if (error !== null || message.subject === own) return;
         const event = parseEvent(message.string());

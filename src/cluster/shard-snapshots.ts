@@ -31,11 +31,11 @@ export class SnapshotStore {
     this.#store = store;
   }
 
-  static async open(options: { servers: readonly string[]; replicas?: number }): Promise<SnapshotStore> {
+  static async open(options: { servers: readonly string[]; replicas?: number; bucket?: string }): Promise<SnapshotStore> {
     const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
       const objm = new Objm(connection);
-      const store = await createRetrying(() => objm.create(BUCKET, { storage: StorageType.File, replicas: options.replicas ?? 3 }));
+      const store = await createRetrying(() => objm.create(options.bucket ?? BUCKET, { storage: StorageType.File, replicas: options.replicas ?? 3 }));
       return new SnapshotStore(connection, store);
     } catch (e: unknown) {
       await connection.close();

@@ -2,7 +2,7 @@
 // so nothing is written when it changes; this watch keeps the agents not yet gone in memory (loaded at start-up,
 // refreshed by every registration and heartbeat) and publishes `agent.liveness_changed` once per change.
 import type { EventBus } from "../events/event-bus.js";
-import type { Storage } from "../storage/database.js";
+import type { ReplayedWrite, Storage } from "../storage/database.js";
 import { decodeAgent, livenessOf, type AgentRecord, type Liveness, type LivenessThresholds } from "./agent-record.js";
 
 interface Watched {
@@ -10,7 +10,13 @@ interface Watched {
   readonly runId: string;
   readonly agentId: string;
   heartbeatAt: number;
+  /** The liveness last announced; for an agent another node announces, the liveness it last reached. */
   announced: Liveness;
+  /**
+   * Whether this node announces the agent's changes: it took its last registration or heartbeat. Clustered, the node
+   * that did announces them (the event relay carries them to every node's subscribers), so each is announced once.
+   */
+  announcing: boolean;
 }
 
 /** How often liveness is checked: often enough to announce a change within a quarter of the shorter threshold. */
@@ -41,7 +47,7 @@ export class LivenessWatch {
     for (const { key, value } of storage.dbs.agents.getRange()) {
       const agent = decodeAgent(key, value);
       const liveness = livenessOf(agent.heartbeatAt, now, this.#thresholds);
-      if (liveness !== "gone") this.#watched.set(keyOf(agent), { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: liveness });
+      if (liveness !== "gone") this.#watched.set(keyOf(agent), { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: liveness, announcing: true });
     }
   }
 
@@ -50,10 +56,30 @@ export class LivenessWatch {
    * (`previousHeartbeatAt`: its heartbeat before this one; undefined for a new agent, which `agent.registered` announces).
    */
   seen(agent: AgentRecord, previousHeartbeatAt: number | undefined): void {
+    this.#see(agent, previousHeartbeatAt, true);
+  }
+
+  /**
+   * Clustered mode: the writes of a command another node computed, committed here: each registration and heartbeat
+   * it made is watched here too, without being announced, since the node that took it announces the agent's changes.
+   * Should the agent's next heartbeat come here, this node knows what it was and announces from then on. A removed
+   * agent (its run deleted) leaves the watch at its next change of liveness, as when the removal is made here.
+   */
+  replayed(writes: readonly ReplayedWrite[]): void {
+    for (const { db, key, before, after } of writes) {
+      if (db !== "agents" || after === undefined) continue;
+      this.#see(decodeAgent(key, after), before === undefined ? undefined : decodeAgent(key, before).heartbeatAt, false);
+    }
+  }
+
+  #see(agent: AgentRecord, previousHeartbeatAt: number | undefined, announcing: boolean): void {
     const key = keyOf(agent);
-    const watched: Watched = { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: "active" };
-    const before = this.#watched.get(key)?.announced ?? (previousHeartbeatAt === undefined ? "active" : livenessOf(previousHeartbeatAt, this.#now(), this.#thresholds));
-    if (before !== "active") this.#announce({ ...watched, announced: before }, "active");
+    const watched: Watched = { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: "active", announcing };
+    const known = this.#watched.get(key);
+    // What subscribers were last told: this node's own announcement, or else the liveness the agent had reached by
+    // its age, which the node that announced it has announced by now (give or take its check interval).
+    const before = known?.announcing === true ? known.announced : previousHeartbeatAt === undefined ? "active" : livenessOf(previousHeartbeatAt, this.#now(), this.#thresholds);
+    if (announcing && before !== "active") this.#announce({ ...watched, announced: before }, "active");
     this.#watched.set(key, watched);
   }
 
@@ -78,7 +104,8 @@ export class LivenessWatch {
         this.#watched.delete(key);
         continue;
       }
-      this.#announce(watched, liveness);
+      if (watched.announcing) this.#announce(watched, liveness);
+      else watched.announced = liveness;
       if (liveness === "gone") this.#watched.delete(key);
     }
   }

@@ -1,11 +1,12 @@
 // The one way core writes reach the store: a durable LMDB transaction, then — strictly in commit order — the
 // in-memory node index is updated and the writes' events are published.
 import type { Logger } from "../platform/logger.js";
-import type { Storage } from "../storage/database.js";
+import type { ReplayedWrite, Storage } from "../storage/database.js";
 import type { CoreEvent, CoreEventBus } from "./core-events.js";
 import { isoTime, unitCopy, type NodeRecord } from "./node-record.js";
 import type { NodeIndex } from "./node-index.js";
 import type { NodeStore } from "./node-store.js";
+import { replayedChanges } from "./core-replay.js";
 import { scratchpadEntryJson, type ScratchpadRecord } from "./scratchpad-record.js";
 
 /** A write applied to the store, recorded inside its transaction and announced after the commit. */
@@ -103,12 +104,25 @@ export class CoreCommitter {
     }
   }
 
-  #apply({ changes, generation }: Settled): void {
+  /**
+   * Clustered mode: the writes of a command another node computed, committed here: its nodes indexed and its changes
+   * announced on this node's bus, as that node's commit did there. Applied as the log delivers them, not queued
+   * behind this node's own commits, whose tickets follow the order they were computed in rather than the log's.
+   */
+  replayed(writes: readonly ReplayedWrite[]): void {
+    const { changes, nodesWritten } = replayedChanges(writes);
+    if (changes.length === 0 && !nodesWritten) return;
+    const announced = new Set(changes.flatMap(({ change, announced }) => (announced ? [change] : [])));
+    this.#apply({ changes: changes.map(({ change }) => change), generation: nodesWritten ? this.#nodes.generation() : undefined }, announced);
+  }
+
+  /** `announced`: the changes to publish, when not every one (a replay). */
+  #apply({ changes, generation }: Settled, announced?: ReadonlySet<CoreChange>): void {
     for (const change of changes) {
       if (change.kind === "node.put") this.#index.put(change.record, change.vector);
       else if (change.kind === "node.delete") this.#index.remove(change.record);
     }
     if (generation !== undefined) this.#index.committed(generation);
-    for (const change of changes) this.#bus.publish(eventOf(change));
+    for (const change of changes) if (announced?.has(change) ?? true) this.#bus.publish(eventOf(change));
   }
 }

@@ -4,7 +4,7 @@
 import type { AccessControl } from "../acl/access-control.js";
 import type { Logger } from "../platform/logger.js";
 import type { Embedder } from "../retrieval/embedder.js";
-import type { Storage } from "../storage/database.js";
+import type { ReplayedWrite, Storage } from "../storage/database.js";
 import { CoreCommitter } from "./core-commit.js";
 import type { CoreEventBus } from "./core-events.js";
 import { NodeIndex } from "./node-index.js";
@@ -127,6 +127,14 @@ export class CoreData {
     const id = nodeIdOf(nodeId);
     const found = id === undefined ? undefined : this.#nodes.find(caller, id);
     return found === undefined ? undefined : { owner: found.record.owner, runId: found.record.runId, lane: "" };
+  }
+
+  /**
+   * Clustered mode: the writes of a command another node computed, committed here: the node index follows them and
+   * core subscribers here hear their events, as they would have had the command been computed here.
+   */
+  replayed(writes: readonly ReplayedWrite[]): void {
+    this.#committer.replayed(writes);
   }
 
   /**

@@ -94,8 +94,8 @@ export class MemoryIndex {
 
   /**
    * Clustered mode: the writes of a command another node computed, replayed into this store and committed, made
-   * searchable here as that node's own code made them there: entries, their index terms and their vectors, and runs
-   * deleted.
+   * searchable here as that node's own code made them there: entries, their index terms, their vectors (the
+   * embedder's and those of caller vector spaces), and runs deleted.
    */
   replayed(writes: readonly ReplayedWrite[]): void {
     for (const { db, key, before, after } of writes) {
@@ -123,6 +123,7 @@ export class MemoryIndex {
     }
     this.dense.generation = this.#entries.vectorGeneration();
     this.dense.scheduleIndexing();
+    this.spaces.replayed(writes);
   }
 
   /** Forgets a committed deletion: nothing of the entry remains searchable. */

@@ -1,10 +1,12 @@
 // The caller vector spaces in memory: one SpaceIndex per owner and space, loaded from LMDB at start-up a page at a
 // time and kept in step with committed writes and removals; gives a query's dense branch the spaces it may read.
 import type { Logger } from "../platform/logger.js";
+import type { ReplayedWrite } from "../storage/database.js";
 import type { Catalog } from "../retrieval/catalog.js";
 import { SpaceIndex } from "../retrieval/space-index.js";
 import type { DenseHit, DenseSource } from "../retrieval/vector-index.js";
-import type { SpaceVector, VectorSpaceRecord, VectorSpaceStore } from "../storage/vector-space-store.js";
+import { decodeSpace, type SpaceVector, type VectorSpaceRecord, type VectorSpaceStore } from "../storage/vector-space-store.js";
+import { vectorFromBytes } from "../storage/vector-bytes.js";
 
 /** Space vectors read between two yields of the start-up load. */
 const LOAD_PAGE = 2_000;
@@ -20,6 +22,8 @@ export class VectorSpaces {
   readonly #logger: Logger;
   /** owner → space name → space. */
   readonly #byOwner = new Map<number, Map<string, Space>>();
+  /** The same spaces by store-wide id, as their vectors are keyed in LMDB. */
+  readonly #byId = new Map<number, Space>();
 
   constructor(store: VectorSpaceStore, catalog: Catalog, logger: Logger) {
     this.#store = store;
@@ -31,7 +35,11 @@ export class VectorSpaces {
     let spaces = this.#byOwner.get(record.owner);
     if (spaces === undefined) this.#byOwner.set(record.owner, (spaces = new Map()));
     let space = spaces.get(record.name);
-    if (space === undefined) spaces.set(record.name, (space = { record, index: new SpaceIndex(record.dimensions, this.#logger) }));
+    if (space === undefined) {
+      space = { record, index: new SpaceIndex(record.dimensions, this.#logger) };
+      spaces.set(record.name, space);
+      this.#byId.set(record.id, space);
+    }
     return space;
   }
 
@@ -69,6 +77,29 @@ export class VectorSpaces {
     const spaces = this.#byOwner.get(owner);
     if (spaces === undefined) return;
     for (const { index } of spaces.values()) index.remove(seq);
+  }
+
+  /**
+   * Clustered mode: the writes of a command another node computed, committed here: the spaces it created and the
+   * entry vectors it stored and removed, kept as `add` and `remove` kept them there. Call once the catalog has heard
+   * the same writes.
+   */
+  replayed(writes: readonly ReplayedWrite[]): void {
+    for (const { db, key, after } of writes) {
+      if (db === "vectorSpaces" && after !== undefined) this.#space(decodeSpace(key, after));
+      if (db !== "spaceVectors") continue;
+      const [spaceId, seq] = key as [number, number];
+      const space = this.#byId.get(spaceId);
+      if (space === undefined) continue;
+      if (after === undefined) space.index.remove(seq);
+      else {
+        const vector = vectorFromBytes(after as Uint8Array);
+        if (vector.length !== space.record.dimensions) continue;
+        space.index.add(seq, vector);
+        this.#touched.add(space.index);
+      }
+    }
+    this.scheduleIndexing();
   }
 
   /**

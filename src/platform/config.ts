@@ -67,6 +67,11 @@ export interface Config {
 export interface ClusterConfig {
   /** NATS servers of the JetStream cluster (SERVICE_CLUSTER_NATS_URL, comma-separated). */
   readonly natsUrls: readonly string[];
+  /**
+   * Names the cluster's streams and buckets in NATS (SERVICE_CLUSTER_NAME): `<name>_LOG`, `<name>_EVENTS`,
+   * `<name>-shard-map`, `<name>-snapshots` (lower case), so that several clusters may share one NATS cluster.
+   */
+  readonly name: string;
   /** This node's name in the shard map (SERVICE_CLUSTER_NODE_ID). */
   readonly nodeId: string;
   /** Tenant shards of the cluster, 1..shardCount (SERVICE_CLUSTER_SHARD_COUNT); every node must agree on it. */
@@ -210,6 +215,8 @@ function clusterConfig(env: Env, port: number): ClusterConfig | undefined {
   const natsUrls = (env["SERVICE_CLUSTER_NATS_URL"] ?? "").split(",").map((u) => u.trim()).filter((u) => u !== "");
   if (natsUrls.length === 0) return undefined;
   for (const url of natsUrls) if (!/^(nats|tls):\/\/[^\s]+$/.test(url)) throw new ConfigError(`SERVICE_CLUSTER_NATS_URL must list nats:// URLs, got "${url}"`);
+  const name = text(env, "SERVICE_CLUSTER_NAME", "ENGRAM");
+  if (!/^[A-Z0-9_]{1,32}$/.test(name)) throw new ConfigError("SERVICE_CLUSTER_NAME must be 1-32 upper-case letters, digits or '_'");
   const nodeId = text(env, "SERVICE_CLUSTER_NODE_ID", "");
   if (!NODE_ID.test(nodeId)) throw new ConfigError("SERVICE_CLUSTER_NODE_ID must be 1-64 letters, digits, '-' or '_' (each node its own)");
   const shardCount = integer(env, "SERVICE_CLUSTER_SHARD_COUNT", 8, 1, 4096);
@@ -222,6 +229,7 @@ function clusterConfig(env: Env, port: number): ClusterConfig | undefined {
   if (!/^https?:\/\/[^\s/]+$/.test(advertiseUrl)) throw new ConfigError(`SERVICE_CLUSTER_ADVERTISE_URL must be http(s)://host:port, got "${advertiseUrl}"`);
   return Object.freeze({
     natsUrls: Object.freeze(natsUrls),
+    name,
     nodeId,
     shardCount,
     servedShards: Object.freeze([...new Set(servedShards)].sort((a, b) => a - b)),

@@ -61,7 +61,8 @@ export function scaleToUnitLength(vector: Float32Array): "scaled" | "not_finite"
   return "scaled";
 }
 
-function decodeSpace(key: unknown, value: unknown): VectorSpaceRecord {
+/** A space record as stored under [owner, name]. */
+export function decodeSpace(key: unknown, value: unknown): VectorSpaceRecord {
   const r = openRecord("vector_spaces", key, value, SPACE_RECORD_VERSION);
   return {
     v: SPACE_RECORD_VERSION,

@@ -4,6 +4,8 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 
+import { clusteredEnv } from "./server.js";
+
 const ENTRY = "dist/src/serve.js";
 
 /** Latest modification time of the TypeScript sources under `dirs`. */
@@ -48,7 +50,7 @@ export async function startChild(env: Record<string, string>): Promise<ChildServ
   const port = await freePort();
   const child = spawn(process.execPath, [ENTRY], {
     // No child binds the console's default port 8080 unless the caller asks for a console.
-    env: { PATH: process.env["PATH"] ?? "", SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), SERVICE_CONSOLE_PORT: "0", ...env },
+    env: { PATH: process.env["PATH"] ?? "", SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), SERVICE_CONSOLE_PORT: "0", ...(env["SERVICE_CLUSTER_NATS_URL"] === undefined ? clusteredEnv(env["SERVICE_DATA_DIR"] ?? "./data") : {}), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

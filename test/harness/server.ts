@@ -1,4 +1,5 @@
 // Starts a real Engram server on an ephemeral loopback port with its own data directory.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -14,6 +15,24 @@ export interface TestServer {
   readonly dataDir: string;
   readonly adminKey: string;
   close(): Promise<void>;
+}
+
+/**
+ * `make test-cluster` runs the whole suite against clustered servers: each test server is then a one-node cluster of
+ * its own (its own streams and buckets, named after its data directory, so that a restarted server finds its log) on
+ * the NATS server named by ENGRAM_TEST_NATS_URL.
+ */
+export function clusteredEnv(dataDir: string): Record<string, string> {
+  const nats = process.env["ENGRAM_TEST_NATS_URL"];
+  if (nats === undefined || nats === "") return {};
+  const name = `T${createHash("sha256").update(path.resolve(dataDir)).digest("hex").slice(0, 16).toUpperCase()}`;
+  return {
+    SERVICE_CLUSTER_NATS_URL: nats,
+    SERVICE_CLUSTER_NAME: name,
+    SERVICE_CLUSTER_NODE_ID: name.toLowerCase(),
+    SERVICE_CLUSTER_SHARD_COUNT: "3",
+    SERVICE_CLUSTER_REPLICAS: "1",
+  };
 }
 
 export function tempDataDir(): string {
@@ -33,6 +52,8 @@ export async function startTestServer(env: Record<string, string> = {}, dataDir 
     SERVICE_LOG_LEVEL: "silent",
     // No test binds the console's default port 8080 unless it asks for a console.
     SERVICE_CONSOLE_PORT: "0",
+    // A test that builds its own cluster keeps it.
+    ...(env["SERVICE_CLUSTER_NATS_URL"] === undefined ? clusteredEnv(env["SERVICE_DATA_DIR"] ?? dataDir) : {}),
     ...env,
   });
   const engram = await startEngram(config, { logger: createLogger("silent") });

@@ -1,0 +1,208 @@
+// Clustered mode keeps every node's in-memory state in step with writes another node made: two Engram nodes over a
+// three-server NATS JetStream cluster, each a child process on loopback. A write on node A, read on node B with its
+// consistency token, must be seen there exactly as if B had made it: an access grant (and its revocation), core nodes
+// (search, and core pubsub events heard by a subscriber on B), caller vector spaces, and agent liveness (the node
+// that took an agent's last heartbeat announces its changes once; the other follows without announcing them again).
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
+import { NatsCluster } from "./harness/nats-cluster.js";
+import { grpcStream, type JsonObject } from "./harness/callers.js";
+import { mintApiKey } from "../src/auth/api-key.js";
+
+const adminKey = mintApiKey("local").key;
+const TOKEN = "engram-consistency-token";
+/** Short enough that the liveness case waits a few seconds for an agent to go idle, then gone. */
+const IDLE_AFTER_MS = 1_000;
+const GONE_AFTER_MS = 2_500;
+
+let nats: NatsCluster;
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "engram-cluster-domains-"));
+const nodes: ChildServer[] = [];
+let alice: string;
+let bob: string;
+/** The users' creation: every read on B carries it, so that B knows the users' keys. */
+let usersToken: string;
+
+function nodeEnv(i: number): Record<string, string> {
+  return {
+    SERVICE_DATA_DIR: path.join(root, `node${i}`),
+    SERVICE_ADMIN_KEY: adminKey,
+    SERVICE_LOG_LEVEL: "warn",
+    SERVICE_EMBEDDER: "hashed",
+    SERVICE_CORE_ALLOW_ALL: "true",
+    SERVICE_CORE_ENABLE_DIRECT_SEARCH: "true",
+    SERVICE_CORE_ENABLE_DIRECT_PUBSUB: "true",
+    SERVICE_AGENT_IDLE_AFTER_MS: String(IDLE_AFTER_MS),
+    SERVICE_AGENT_GONE_AFTER_MS: String(GONE_AFTER_MS),
+    SERVICE_CLUSTER_READ_WAIT_MS: "15000",
+    SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
+    SERVICE_CLUSTER_NODE_ID: `node${i}`,
+    SERVICE_CLUSTER_SHARD_COUNT: "2",
+  };
+}
+
+const nodeA = (): ChildServer => nodes[0] as ChildServer;
+const nodeB = (): ChildServer => nodes[1] as ChildServer;
+const portOf = (node: ChildServer): number => Number(new URL(node.baseUrl).port);
+
+interface Answer {
+  readonly body: JsonObject;
+  readonly token: string;
+}
+
+/**
+ * Calls a method with Connect's JSON encoding and expects success; `unavailable` (the log briefly unreachable) is
+ * retried as a client would. Answers the body and the call's consistency token ("" when it wrote nothing).
+ */
+async function call(node: ChildServer, rpc: string, request: object, key: string, token?: string): Promise<Answer> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(`${node.baseUrl}/${rpc}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}`, ...(token === undefined ? {} : { [TOKEN]: token }) },
+      body: JSON.stringify(request),
+    });
+    const body = (await res.json()) as JsonObject;
+    if (res.status === 503 && attempt < 4) continue;
+    expect(res.status, `${rpc} on ${node.baseUrl}: ${JSON.stringify(body)}\n${res.status === 200 ? "" : node.stdout().slice(-3000)}`).toBe(200);
+    return { body, token: res.headers.get(TOKEN) ?? "" };
+  }
+}
+
+/** The highest position per shard of several tokens: a read carrying it waits for all of them. */
+function merge(...tokens: readonly string[]): string {
+  const merged = new Map<string, number>();
+  for (const part of tokens.flatMap((token) => (token === "" ? [] : token.split(",")))) {
+    const [shard, sequence] = part.split(":") as [string, string];
+    merged.set(shard, Math.max(Number(sequence), merged.get(shard) ?? 0));
+  }
+  return [...merged].map(([shard, sequence]) => `${shard}:${sequence}`).join(",");
+}
+
+/** A server stream's messages as they arrive, waited on by content. */
+function listen(node: ChildServer, rpc: string, request: JsonObject, key: string): { events: JsonObject[]; until: (match: (e: JsonObject) => boolean, ms?: number) => Promise<JsonObject>; close: () => void } {
+  const events: JsonObject[] = [];
+  const wakers: (() => void)[] = [];
+  const stream = grpcStream(portOf(node), rpc, request, key);
+  stream.on("data", (event: JsonObject) => {
+    events.push(event);
+    for (const wake of wakers.splice(0)) wake();
+  });
+  stream.on("error", () => undefined);
+  const until = async (match: (e: JsonObject) => boolean, ms = 10_000): Promise<JsonObject> => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = events.find(match);
+      if (found !== undefined) return found;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching event within ${ms} ms; seen: ${JSON.stringify(events)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        wakers.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  };
+  return { events, until, close: () => stream.cancel() };
+}
+
+beforeAll(async () => {
+  ensureBuilt();
+  nats = await NatsCluster.start(3);
+  nodes.push(...(await Promise.all([0, 1].map((i) => startChild(nodeEnv(i))))));
+  const created = await Promise.all(["alice", "bob"].map((username) => call(nodeA(), "engram.v2.AuthService/CreateUser", { username }, adminKey)));
+  [alice, bob] = created.map((c) => String(c.body["api_key"])) as [string, string];
+  usersToken = merge(...created.map((c) => c.token));
+  // The streams the cases open on B carry no token: B is brought to the users' creation first.
+  await call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "warm-up", query: "nothing" }, alice, usersToken);
+}, 120_000);
+
+afterAll(async () => {
+  for (const node of nodes) await node.kill("SIGKILL");
+  await nats?.stop();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+const evidenceIds = (answer: Answer): string[] => ((answer.body["evidence"] as JsonObject[] | undefined) ?? []).map((e) => String(e["id"]));
+
+it("a grant made on A lets its grantee read on B; its revocation on A closes the run on B again", async () => {
+  const wrote = await call(nodeA(), "engram.v2.MemoryService/Remember", { session_id: "shared", content: "The deploy key rotates every Tuesday at noon." }, alice);
+  const entryId = String(wrote.body["entry_id"]);
+  const read = (token: string): Promise<Answer> => call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "shared", query: "deploy key rotates", mode: "direct_bypass" }, bob, merge(usersToken, wrote.token, token));
+  const check = async (token: string): Promise<unknown> =>
+    (await call(nodeB(), "engram.v2.CoreService/CheckPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice, merge(usersToken, token))).body["allowed"];
+  expect(evidenceIds(await read("")), "no grant yet").not.toContain(entryId);
+
+  const granted = await call(nodeA(), "engram.v2.CoreService/GrantPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice);
+  expect(await check(granted.token)).toBe(true);
+  expect(evidenceIds(await read(granted.token)), "bob reads alice's run on B under the grant made on A").toContain(entryId);
+
+  const revoked = await call(nodeA(), "engram.v2.CoreService/RevokePermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice);
+  expect(await check(revoked.token)).toBe(false);
+  expect(evidenceIds(await read(revoked.token)), "the revocation made on A closes the run on B").not.toContain(entryId);
+});
+
+it("core nodes written on A are searched on B, and B's core subscriber hears every write in order", async () => {
+  const run = "core-run";
+  const events = listen(nodeB(), "engram.v2.CoreService/SubscribeCoreEvents", { filter_type: "all" }, alice);
+  try {
+    await events.until((e) => e["type"] === "subscribed");
+    const search = async (token: string): Promise<string[]> =>
+      ((await call(nodeB(), "engram.v2.CoreService/SearchNodes", { query_text: "orbital rockets launch", run_id: run }, alice, merge(usersToken, token))).body["results"] as JsonObject[]).map((r) => String(r["node_id"]));
+
+    const inserted = await call(nodeA(), "engram.v2.CoreService/InsertNode", { run_id: run, text: "Orbital rockets launch at dawn.", metadata_json: "{}" }, alice);
+    const nodeId = String(inserted.body["node_id"]);
+    expect(await search(inserted.token), "a node inserted on A is found by search on B").toContain(nodeId);
+    const updated = await call(nodeA(), "engram.v2.CoreService/InsertNode", { node_id: nodeId, text: "Orbital rockets launch at dusk.", metadata_json: '{"v":2}' }, alice);
+    const pad = await call(nodeA(), "engram.v2.CoreService/WriteScratchpad", { session_id: "pad", content: "a note for the crew" }, alice);
+    const deleted = await call(nodeA(), "engram.v2.CoreService/DeleteNode", { id: nodeId }, alice);
+    expect(await search(merge(updated.token, pad.token, deleted.token)), "a node deleted on A leaves search on B").not.toContain(nodeId);
+
+    await events.until((e) => e["type"] === "node.deleted");
+    const heard = events.events.filter((e) => e["type"] !== "subscribed");
+    expect(heard.map((e) => e["type"])).toEqual(["node.inserted", "node.updated", "memory.added", "node.deleted"]);
+    expect(heard[0]).toMatchObject({ node_id: nodeId, run_id: run, metadata_json: "{}" });
+    expect(heard[1]).toMatchObject({ node_id: nodeId, run_id: run, metadata_json: '{"v":2}' });
+    expect(heard[2]).toMatchObject({ session_id: "pad" });
+    expect(JSON.parse(String(heard[2]?.["entry_json"]))).toMatchObject({ content: "a note for the crew" });
+    expect(heard[3]).toMatchObject({ node_id: nodeId });
+  } finally {
+    events.close();
+  }
+});
+
+it("vectors stored in a caller vector space on A are searched in that space on B", async () => {
+  const vec = (seed: number): number[] => Array.from({ length: 8 }, (_, i) => Math.sin((i + 1) * 12.9898 + seed * 78.233));
+  const texts = ["Otters hold hands while they sleep.", "Glaciers carve valleys.", "Bees dance to share directions."];
+  const batch = await call(nodeA(), "engram.v2.MemoryService/BatchInsert", { run_id: "spaces", items: texts.map((text, i) => ({ text, vector_space: "small", embedding: vec(i) })) }, alice);
+  const ids = batch.body["entry_ids"] as string[];
+  expect(ids).toHaveLength(3);
+  // A query word no entry holds: only the space's vectors can rank.
+  const near = vec(1).map((x, i) => x + 0.01 * Math.cos(i));
+  const answer = await call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "spaces", query: "zqxvjk", vector_space: "small", embedding: near }, alice, merge(usersToken, batch.token));
+  expect(evidenceIds(answer)[0], "the entry nearest the query vector in the space written on A").toBe(ids[1]);
+});
+
+it("agent liveness is announced once, by the node that took the last heartbeat, which the other node follows", async () => {
+  const events = listen(nodeB(), "engram.v2.EventsService/Subscribe", { event_types: ["agent.*"] }, alice);
+  const changes = (): { from: string; to: string; heartbeat_at: string }[] =>
+    events.events.filter((e) => e["type"] === "agent.liveness_changed").map((e) => JSON.parse(String(e["payload"])) as { from: string; to: string; heartbeat_at: string });
+  try {
+    await events.until((e) => e["type"] === "subscribed");
+    const registered = await call(nodeA(), "engram.v2.CoordinationService/RegisterAgent", { run_id: "crew", agent_id: "watcher" }, alice);
+    await events.until((e) => e["type"] === "agent.liveness_changed", IDLE_AFTER_MS + 10_000);
+    // The agent beats again on B: B announces it active, then idle and gone as that heartbeat ages. A heard the
+    // heartbeat: it neither announces the agent gone by the registration's age nor repeats B's announcements.
+    const beat = await call(nodeB(), "engram.v2.CoordinationService/AgentHeartbeat", { run_id: "crew", agent_id: "watcher" }, alice, merge(usersToken, registered.token));
+    const heartbeatAt = Date.parse(String((beat.body["agent"] as JsonObject)["heartbeat_at"]));
+    await events.until((e) => e["type"] === "agent.liveness_changed" && String(e["payload"]).includes('"to":"gone"'), GONE_AFTER_MS + 10_000);
+    expect(changes().map(({ from, to }) => `${from}>${to}`), JSON.stringify(events.events)).toEqual(["active>idle", "idle>active", "active>idle", "idle>gone"]);
+    expect(Date.parse((changes()[3] as { heartbeat_at: string }).heartbeat_at), "gone by the age of B's heartbeat").toBe(heartbeatAt);
+  } finally {
+    events.close();
+  }
+});
