@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test bench bench-quality bench-learning bench-load bench-limits bench-peers soak torture clean c-compiler chromium nats-server
+.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-learning bench-load bench-limits bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -51,6 +51,11 @@ nats-server:
 test: check-generated lint typecheck build c-compiler chromium nats-server
 	node scripts/run-tests.mjs
 
+# The whole suite again with every test server a one-node cluster on a local nats-server (clustered mode's
+# transactions, log, tokens and shard rules under every test).
+test-cluster: build c-compiler chromium nats-server
+	node scripts/test-cluster.mjs
+
 bench: build
 	node --expose-gc bench/run.mjs
 	node bench/durable.mjs
@@ -68,6 +73,11 @@ bench-load: build
 # Per-key rate limits: a polite key's query p99 alone and beside an abusive key, limits on and off (about 2 min).
 bench-limits: build
 	node bench/rate-limit.mjs
+
+# Clustered mode on loopback: 3 nats-server and 3 Engram nodes beside a standalone server. Writes, replication lag,
+# reads over 1, 2 and 3 nodes, a fresh node catching up on CLUSTER_ENTRIES (default 100000) entries (see BENCHMARKS.md).
+bench-cluster: build nats-server
+	node bench/cluster.mjs
 
 # Engram beside LanceDB at 20k, 100k and 1M entries (PEERS_SIZES); LanceDB is installed in bench/peers only. `npm ci`
 # refuses that lock too (it lists only the Linux x64 builds of LanceDB's native binary); `npm install` keeps it unchanged.
