@@ -10,14 +10,14 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CommandLog, LogTruncated, ShardMovedOn } from "../src/cluster/command-log.js";
 import { appliedSequence, catchUp } from "../src/cluster/shard-applier.js";
-import { ShardReplica, acceptedSequence } from "../src/cluster/replicated-transaction.js";
+import { CommandTooLarge, ShardReplica, acceptedSequence } from "../src/cluster/replicated-transaction.js";
 import { Storage } from "../src/storage/database.js";
 import { EntryStore, newEntry } from "../src/storage/entry-store.js";
 import { MemoryIndex } from "../src/memory/memory-index.js";
 import { HashedEmbedder } from "../src/retrieval/embedders/hashed-embedder.js";
 import { createLogger } from "../src/platform/logger.js";
 import { SnapshotStore } from "../src/cluster/shard-snapshots.js";
-import { NatsCluster } from "./harness/nats-cluster.js";
+import { MAX_PAYLOAD, NatsCluster } from "./harness/nats-cluster.js";
 
 const SHARDS = 4;
 const encoder = new TextEncoder();
@@ -322,6 +322,20 @@ describe("the command log", () => {
     } finally {
       stop();
       for (const node of nodes) await closeNode(node);
+    }
+  }, 60_000);
+
+  it("refuses a transaction too large for one command of the log, writing nothing anywhere", async () => {
+    const node = await openNode(9, 0);
+    try {
+      await node.replica.transaction(() => node.storage.dbs.meta.put("small", 1));
+      const before = { last: await node.log.lastSequence(9), fingerprint: node.storage.fingerprint() };
+      const huge = "x".repeat(MAX_PAYLOAD + 1);
+      await expect(node.replica.transaction(() => node.storage.dbs.meta.put("huge", huge))).rejects.toBeInstanceOf(CommandTooLarge);
+      expect(await node.log.lastSequence(9)).toBe(before.last);
+      expect(node.storage.fingerprint()).toEqual(before.fingerprint);
+    } finally {
+      await closeNode(node);
     }
   }, 60_000);
 });

@@ -79,6 +79,11 @@ export class CommandLog {
     }
   }
 
+  /** The largest command the NATS servers accept (their `max_payload`, 1 MiB unless configured). */
+  get maxCommandBytes(): number {
+    return this.#connection.info?.max_payload ?? 1_048_576;
+  }
+
   #subject(shard: number): string {
     return `${this.#stream}.${shard}`;
   }

@@ -43,12 +43,20 @@ export function acceptedSequence(storage: Storage, shard: number): number {
 }
 
 /** A follower polls the log this often besides waking on each append (an append's hint can be missed). */
-const FOLLOW_POLL_MS = 1_000;
+const FOLLOW_POLL_MS = 5_000;
+/**
+ * After an append's hint, the shard is read again this long later: NATS delivers the hint as the command is
+ * published, which can be before the stream has committed it and will hand it out.
+ */
+const HINT_RECHECK_MS = [20, 200] as const;
 /** Reads waiting for a position at once; more are refused rather than queued without a bound. */
 const MAX_WAITERS = 10_000;
 
 /** How long a transaction keeps trying to read the log before it gives up (the log's servers unreachable). */
 const APPLY_RETRY_MS = 30_000;
+
+/** A transaction too large for one command of the log: nothing was written. */
+export class CommandTooLarge extends Error {}
 
 /** The log could not be reached for a transaction; the message says whether the write may have been stored. */
 export class LogUnavailable extends Error {}
@@ -125,13 +133,30 @@ export class ShardReplica {
         running = false;
       }
     };
-    const unsubscribe = this.#log.onAppended(this.#shard, () => void wake());
+    // The hint can arrive before the stream has committed the command: the shard is read again a little later.
+    const rechecks = new Set<NodeJS.Timeout>();
+    const recheck = (): void => {
+      if (rechecks.size > 0) return;
+      for (const delay of HINT_RECHECK_MS) {
+        const timer = setTimeout(() => {
+          rechecks.delete(timer);
+          void wake();
+        }, delay);
+        timer.unref();
+        rechecks.add(timer);
+      }
+    };
+    const unsubscribe = this.#log.onAppended(this.#shard, () => {
+      void wake();
+      recheck();
+    });
     const poll = setInterval(() => void wake(), FOLLOW_POLL_MS);
     poll.unref();
     void wake();
     return () => {
       unsubscribe();
       clearInterval(poll);
+      for (const timer of rechecks) clearTimeout(timer);
     };
   }
 
@@ -218,9 +243,13 @@ export class ShardReplica {
       const { result, writes } = await this.#storage.captureWrites(fn, sequences);
       // Nothing to replicate (a transaction that found nothing to change): no command, no position to wait for.
       if (writes.length === 0) return { result, sequence: 0 };
+      const command = codec.pack({ basedOn, writer: this.#writer, writes } satisfies WriteCommand);
+      if (command.length > this.#log.maxCommandBytes) {
+        throw new CommandTooLarge(`the write is ${command.length} bytes once encoded for the cluster's log, which takes at most ${this.#log.maxCommandBytes} (the NATS servers' max_payload): write less at once`);
+      }
       let sequence: number;
       try {
-        sequence = await appendRetrying(this.#log, this.#shard, codec.pack({ basedOn, writer: this.#writer, writes } satisfies WriteCommand), `${id}:${attempt}`, expected);
+        sequence = await appendRetrying(this.#log, this.#shard, command, `${id}:${attempt}`, expected);
       } catch (e: unknown) {
         if (e instanceof ShardMovedOn) continue;
         throw new LogUnavailable(`shard ${this.#shard}: the log did not acknowledge the write, which may or may not have been stored (${String(e)})`, { cause: e });

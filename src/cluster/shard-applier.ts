@@ -21,7 +21,7 @@ export async function catchUp(log: CommandLog, storage: Storage, shard: number, 
   let applied = appliedSequence(storage, shard);
   for await (const command of log.read(shard, applied)) {
     let appliedNow = false;
-    await storage.localTransaction(() => {
+    await storage.applyLog(() => {
       // A command another catch-up of the same shard committed meanwhile is not applied again.
       if (command.sequence <= appliedSequence(storage, shard)) return;
       apply(command);

@@ -273,6 +273,8 @@ export class Storage {
   /** Non-zero while a write callback of ours runs (or exclusive work writes): only then may LMDB write. */
   #writing = 0;
   #closed = false;
+  /** Set while `applyLog`'s callback runs. */
+  #applyingLog = false;
   /** Runs every transaction in clustered mode (replicateThrough); undefined: standalone. */
   #replicator: Replicator | undefined;
   /** The writes of the transaction being captured (captureWrites); undefined otherwise. */
@@ -398,7 +400,22 @@ export class Storage {
     this.#replicator = replicator;
   }
 
-  /** `transaction` on this store alone, whatever the mode: what applying a replicated command uses. */
+  /**
+   * Applies replicated commands (clustered mode) in one local transaction: their writes were checked where they were
+   * computed — test write faults, the store cap — and a replica refusing them would only fall behind for good.
+   */
+  applyLog<T>(fn: () => T): Promise<T> {
+    return this.localTransaction(() => {
+      this.#applyingLog = true;
+      try {
+        return fn();
+      } finally {
+        this.#applyingLog = false;
+      }
+    });
+  }
+
+  /** `transaction` on this store alone, whatever the mode: what capturing a replicated transaction uses. */
   async localTransaction<T>(fn: () => T): Promise<T> {
     while (this.#gate !== undefined) await this.#gate;
     if (this.#closed) throw new StorageClosedError("storage is closed");
@@ -566,6 +583,8 @@ export class Storage {
   #openDatabases(root: RootDatabase): Databases {
     const allowed = (method: string, db: StatsSource, recordsDeletion: boolean): boolean => {
       if (this.#writing === 0) return false;
+      // Applying the log: its writes were faulted and capped where the transaction was computed (captureWrites).
+      if (this.#applyingLog) return true;
       this.faults.beforeWrite(method);
       this.#cap?.beforeWrite(db, method, recordsDeletion);
       return true;
@@ -727,9 +746,25 @@ const strideValue = (n: number, stride: SequenceStride): number => (n - 1) * str
  */
 export function lastSequence(meta: LmdbDatabase<unknown, string>, name: string): number {
   const stride = activeStride();
-  const current = meta.get(stride === undefined ? `seq:${name}` : strideKey(name, stride));
-  if (typeof current !== "number" || current === 0) return 0;
-  return stride === undefined ? current : strideValue(current, stride);
+  const standalone = numberAt(meta, `seq:${name}`);
+  if (stride === undefined) return standalone;
+  const current = meta.get(strideKey(name, stride));
+  // Nothing handed out by the shard yet: what the store held before it joined a cluster came before.
+  return typeof current === "number" && current > 0 ? strideValue(current, stride) : standalone;
+}
+
+const numberAt = (meta: LmdbDatabase<unknown, string>, key: string): number => {
+  const value = meta.get(key);
+  return typeof value === "number" ? value : 0;
+};
+
+/**
+ * A shard's counter, the first time the shard takes from it: past every value the store handed out before it joined
+ * a cluster (a standalone store made the cluster's first node), so that no value is handed out twice.
+ */
+function strideStart(meta: LmdbDatabase<unknown, string>, name: string, stride: SequenceStride): number {
+  const standalone = numberAt(meta, `seq:${name}`);
+  return standalone <= stride.shard ? 0 : Math.floor((standalone - stride.shard - 1) / stride.shards) + 1;
 }
 
 /**
@@ -760,7 +795,7 @@ export function reserveSequences(meta: LmdbDatabase<unknown, string>, name: stri
   const stride = capturedStride;
   const key = stride === undefined ? `seq:${name}` : strideKey(name, stride);
   const current = meta.get(key);
-  const first = (typeof current === "number" ? current : 0) + 1;
+  const first = (typeof current === "number" ? current : stride === undefined ? 0 : strideStart(meta, name, stride)) + 1;
   meta.put(key, first + count - 1);
   return Array.from({ length: count }, (_, i) => (stride === undefined ? first + i : strideValue(first + i, stride)));
 }

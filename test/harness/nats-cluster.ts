@@ -8,6 +8,8 @@ import os from "node:os";
 import path from "node:path";
 
 const READY_TIMEOUT_MS = 30_000;
+/** NATS's max_payload for the tests' servers: 8 MiB (the default is 1 MiB). */
+export const MAX_PAYLOAD = 8 * 1024 * 1024;
 
 export function natsServerPath(): string {
   const found = spawnSync("sh", ["-c", "command -v nats-server || ls /usr/sbin/nats-server /usr/bin/nats-server 2>/dev/null"], { encoding: "utf8" });
@@ -66,7 +68,10 @@ export class NatsCluster {
     const routes = this.#ports.filter((_, j) => j !== i).map((p) => `nats://127.0.0.1:${p.cluster}`);
     const dir = path.join(this.#root, `n${i}`);
     fs.mkdirSync(dir, { recursive: true });
-    const args = ["-a", "127.0.0.1", "-p", String(ports.client), "-m", String(ports.monitor), "-js", "-sd", dir, "--server_name", `n${i}`, "--cluster_name", "engram", "--cluster", `nats://127.0.0.1:${ports.cluster}`, "--routes", routes.join(",")];
+    // The suite's largest writes (1,000 items, a 1 MiB archive block) make commands over NATS's default 1 MiB.
+    const config = path.join(dir, "nats.conf");
+    fs.writeFileSync(config, `max_payload: ${MAX_PAYLOAD}\n`);
+    const args = ["-c", config, "-a", "127.0.0.1", "-p", String(ports.client), "-m", String(ports.monitor), "-js", "-sd", dir, "--server_name", `n${i}`, "--cluster_name", "engram", "--cluster", `nats://127.0.0.1:${ports.cluster}`, "--routes", routes.join(",")];
     const child = spawn(this.#binary, args, { stdio: "ignore" });
     this.#processes[i] = child;
   }

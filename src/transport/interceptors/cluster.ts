@@ -5,7 +5,7 @@ import { Code, ConnectError, type Interceptor, type Transport, type UnaryRequest
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { isAdmin, principalKey } from "../../auth/principal.js";
 import { currentWriteScope, inWriteScope } from "../../storage/write-scope.js";
-import { LogUnavailable, TooManyWaiters } from "../../cluster/replicated-transaction.js";
+import { CommandTooLarge, LogUnavailable, TooManyWaiters } from "../../cluster/replicated-transaction.js";
 import { ClusterNode, GLOBAL_SHARD, MalformedToken, ReplicaBehind, ShardNotServed, formatToken, parseToken, type ConsistencyToken } from "../../cluster/cluster-node.js";
 
 /** Request and response header of the consistency token (gRPC metadata of the same name). */
@@ -76,6 +76,7 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
         return res;
       } catch (e: unknown) {
         if (e instanceof ShardNotServed || e instanceof LogUnavailable) throw unavailable(e.message);
+        if (e instanceof CommandTooLarge) throw new ConnectError(e.message, Code.ResourceExhausted);
         throw e;
       }
     });
