@@ -104,6 +104,8 @@ export class ClusterNode {
           throw e;
         }
       }
+      // Recorded before anything else: from now on the log is never trimmed past where this node stands.
+      await trimmer.recordProgress();
       storage.replicateThrough((fn) => node.#transaction(fn));
       setSequenceStrides(() => node.#strideOf(node.shardOf(currentWriteScope())));
       await node.#announce();

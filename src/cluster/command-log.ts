@@ -27,6 +27,18 @@ export interface LoggedCommand {
   readonly data: Uint8Array;
 }
 
+export interface ReadOptions {
+  /** Read up to this position (a command the reader knows is stored) instead of asking the stream for its last. */
+  readonly upTo?: number;
+  /**
+   * False: skip the check for commands dropped after `after` (one request fewer). Only for a reader whose position
+   * the trimming already respects: a node that has caught up once and recorded its progress (log-trimming.ts).
+   */
+  readonly checkTruncation?: boolean;
+  /** Commands fetched at once from a consumer, for long tails. */
+  readonly pageSize?: number;
+}
+
 /** An append that named the shard's last sequence it expected, and another command got there first. */
 export class ShardMovedOn extends Error {}
 
@@ -144,10 +156,13 @@ export class CommandLog {
    * node applies to catch up. Reads in pages of `pageSize`. Throws LogTruncated when commands after `after` were
    * dropped.
    */
-  async *read(shard: number, after: number, pageSize = 256): AsyncGenerator<LoggedCommand> {
-    const last = await this.lastSequence(shard);
-    const truncated = await this.truncatedUpTo(shard);
-    if (after < truncated) throw new LogTruncated(`shard ${shard}: the log holds only the commands after ${truncated}, the reader is at ${after}; start from a snapshot`);
+  async *read(shard: number, after: number, options: ReadOptions = {}): AsyncGenerator<LoggedCommand> {
+    const pageSize = options.pageSize ?? 256;
+    const last = options.upTo ?? (await this.lastSequence(shard));
+    if (options.checkTruncation !== false) {
+      const truncated = await this.truncatedUpTo(shard);
+      if (after < truncated) throw new LogTruncated(`shard ${shard}: the log holds only the commands after ${truncated}, the reader is at ${after}; start from a snapshot`);
+    }
     let position = after;
     // A short tail (a follower's usual read) is fetched message by message from the stream itself: no consumer to
     // create and delete, which can take a request timeout each while the cluster has lost a server.

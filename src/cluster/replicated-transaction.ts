@@ -89,6 +89,8 @@ export class ShardReplica {
    * applied mark commits a moment earlier, before the indexes know of the command.
    */
   #heard: number;
+  /** Whether a catch-up has completed since this replica was made (then trimming is bounded by its progress). */
+  #caughtUp = false;
   /** Reads waiting until this store has applied a position (read-your-writes). */
   readonly #waiters = new Set<{ readonly sequence: number; readonly done: () => void }>();
 
@@ -102,8 +104,8 @@ export class ShardReplica {
   }
 
   /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
-  apply(): Promise<number> {
-    return this.#applyTurn(() => this.#catchUp()).then((applied) => {
+  apply(upTo?: number): Promise<number> {
+    return this.#applyTurn(() => this.#catchUp(upTo)).then((applied) => {
       for (const waiter of this.#waiters) if (waiter.sequence <= applied) waiter.done();
       return applied;
     });
@@ -184,7 +186,8 @@ export class ShardReplica {
     });
   }
 
-  #catchUp(): Promise<number> {
+  /** `upTo`: a position known to be stored (this node's own append), read without asking for the shard's last. */
+  #catchUp(upTo: number | undefined): Promise<number> {
     const storage = this.#storage;
     const shard = this.#shard;
     let replayed: ReplayedWrite[] = [];
@@ -204,15 +207,20 @@ export class ShardReplica {
       replayed = [];
       this.#heard = logged.sequence;
     };
-    return catchUp(this.#log, storage, shard, apply, committed);
+    // Once caught up, this node's progress bounds the trimming (log-trimming.ts): its reads need not check for it.
+    const options = { checkTruncation: !this.#caughtUp, ...(upTo === undefined ? {} : { upTo }) };
+    return catchUp(this.#log, storage, shard, apply, committed, options).then((applied) => {
+      this.#caughtUp = true;
+      return applied;
+    });
   }
 
   /** `apply`, tried again while the log is unreachable (a NATS server lost, a stream electing its leader). */
-  async #applyRetrying(failure: string): Promise<number> {
+  async #applyRetrying(failure: string, upTo?: number): Promise<number> {
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.apply();
+        return await this.apply(upTo);
       } catch (e: unknown) {
         if (Date.now() - started > APPLY_RETRY_MS) throw new LogUnavailable(failure, { cause: e });
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * attempt, 1_000)));
@@ -255,7 +263,9 @@ export class ShardReplica {
         throw new LogUnavailable(`shard ${this.#shard}: the log did not acknowledge the write, which may or may not have been stored (${String(e)})`, { cause: e });
       }
       // The command is in the log: it is applied, here as everywhere, however long the log takes to be readable again.
-      await this.#applyRetrying(`shard ${this.#shard}: the write is in the log at ${sequence} but could not be read back yet; it will be applied`);
+      const unread = `shard ${this.#shard}: the write is in the log at ${sequence} but could not be read back yet; it will be applied`;
+      // Read up to the command itself (no question about the shard's last); once more in full should that stop short.
+      if ((await this.#applyRetrying(unread, sequence)) < sequence) await this.#applyRetrying(unread);
       // Skipped by every node when another command was accepted after `basedOn`: compute again on the newer state.
       const accepted = this.#decisions.get(sequence);
       this.#decisions.delete(sequence);

@@ -2,7 +2,7 @@
 // sequence are written in one LMDB transaction, so a node that crashes mid-way resumes after the last command it
 // committed and never applies one twice. Replicas of a shard apply the same commands in the same order.
 import type { Storage } from "../storage/database.js";
-import type { CommandLog, LoggedCommand } from "./command-log.js";
+import type { CommandLog, LoggedCommand, ReadOptions } from "./command-log.js";
 
 const appliedKey = (shard: number): string => `cluster:applied:${shard}`;
 
@@ -17,9 +17,16 @@ export function appliedSequence(storage: Storage, shard: number): number {
  * inside the write transaction and must only write through `storage`, `committed` after the transaction committed
  * (for what is derived from the store). Returns the shard's applied sequence.
  */
-export async function catchUp(log: CommandLog, storage: Storage, shard: number, apply: (command: LoggedCommand) => void, committed?: (command: LoggedCommand) => void): Promise<number> {
+export async function catchUp(
+  log: CommandLog,
+  storage: Storage,
+  shard: number,
+  apply: (command: LoggedCommand) => void,
+  committed?: (command: LoggedCommand) => void,
+  options: Omit<ReadOptions, "pageSize"> = {},
+): Promise<number> {
   let applied = appliedSequence(storage, shard);
-  for await (const command of log.read(shard, applied)) {
+  for await (const command of log.read(shard, applied, options)) {
     let appliedNow = false;
     await storage.applyLog(() => {
       // A command another catch-up of the same shard committed meanwhile is not applied again.
