@@ -336,7 +336,7 @@ export class Storage {
   async captureWrites<T>(fn: () => T, sequences?: SequenceStride): Promise<{ result: T; writes: WriteOp[] }> {
     let result: { result: T; writes: WriteOp[] } | undefined;
     try {
-      await this.localTransaction(() => {
+      const capture = (): void => {
         if (this.#captured !== undefined) throw new Error("a write capture is already in progress");
         this.#captured = [];
         capturedStride = sequences;
@@ -346,8 +346,9 @@ export class Storage {
           this.#captured = undefined;
           capturedStride = undefined;
         }
-        throw new CaptureDone();
-      });
+      };
+      // Discarded only after the store cap has checked the writes, as it checks any transaction's.
+      await this.#commit(capture, true, true);
     } catch (e: unknown) {
       if (!(e instanceof CaptureDone) || result === undefined) throw e;
     }
@@ -405,30 +406,44 @@ export class Storage {
    * computed — test write faults, the store cap — and a replica refusing them would only fall behind for good.
    */
   applyLog<T>(fn: () => T): Promise<T> {
-    return this.localTransaction(() => {
+    const applying = (): T => {
       this.#applyingLog = true;
       try {
         return fn();
       } finally {
         this.#applyingLog = false;
       }
-    });
+    };
+    return this.#commit(applying, false);
   }
 
   /** `transaction` on this store alone, whatever the mode: what capturing a replicated transaction uses. */
-  async localTransaction<T>(fn: () => T): Promise<T> {
+  localTransaction<T>(fn: () => T): Promise<T> {
+    return this.#commit(fn, true);
+  }
+
+  /**
+   * One local write transaction; `capped`: refused when it would take the store past the cap (else only counted);
+   * `discard`: rolled back once `fn` and the cap's check are through (CaptureDone), for captureWrites.
+   */
+  async #commit<T>(fn: () => T, capped: boolean, discard = false): Promise<T> {
     while (this.#gate !== undefined) await this.#gate;
     if (this.#closed) throw new StorageClosedError("storage is closed");
     this.#inFlight++;
     try {
       const cap = this.#cap;
       // Queued as a child of lmdb-js's batched transaction: its writes are aborted alone when it throws.
-      if (cap === undefined) return (await this.#root.childTransaction(() => this.#allowWrites(fn))) as T;
+      const discarding = (run: () => T) => (): T => {
+        const result = run();
+        if (discard) throw new CaptureDone();
+        return result;
+      };
+      if (cap === undefined) return (await this.#root.childTransaction(discarding(() => this.#allowWrites(fn)))) as T;
       // With a cap, the callback's writes are counted and a transaction that would overfill the store throws.
       const tally = new WriteTally();
       let committed = false;
       try {
-        const result = (await this.#root.childTransaction(() => this.#allowWrites(() => cap.within(tally, () => this.#databaseList(), fn)))) as T;
+        const result = (await this.#root.childTransaction(discarding(() => this.#allowWrites(() => cap.within(tally, () => this.#databaseList(), fn, capped))))) as T;
         committed = true;
         return result;
       } finally {
@@ -583,9 +598,9 @@ export class Storage {
   #openDatabases(root: RootDatabase): Databases {
     const allowed = (method: string, db: StatsSource, recordsDeletion: boolean): boolean => {
       if (this.#writing === 0) return false;
-      // Applying the log: its writes were faulted and capped where the transaction was computed (captureWrites).
-      if (this.#applyingLog) return true;
-      this.faults.beforeWrite(method);
+      // Applying the log: its writes were faulted and capped where the transaction was computed (captureWrites);
+      // the cap still counts them, since they fill the store.
+      if (!this.#applyingLog) this.faults.beforeWrite(method);
       this.#cap?.beforeWrite(db, method, recordsDeletion);
       return true;
     };

@@ -91,9 +91,10 @@ export class StoreCap {
    * Runs a write transaction's callback, counting its writes, then checks the pages it added: past the cap it
    * throws `storageFull`, and the caller's transaction rolls back. A transaction that adds no page always passes,
    * so deletes and same-size updates work on a full store. `databases` gives every database for an exact recount
-   * (inside the transaction, so including writes of others of the same batch) before a refusal.
+   * (inside the transaction, so including writes of others of the same batch) before a refusal. `refuse` false: only
+   * counted (clustered mode's application of the log, whose transactions were checked where they were computed).
    */
-  within<T>(tally: WriteTally, databases: () => readonly StatsSource[], fn: () => T): T {
+  within<T>(tally: WriteTally, databases: () => readonly StatsSource[], fn: () => T, refuse = true): T {
     this.#current = tally;
     let result: T;
     try {
@@ -103,7 +104,7 @@ export class StoreCap {
     }
     let grown = 0;
     for (const [db, before] of tally.before) grown += pagesOf(db) - before;
-    if (grown > 0) {
+    if (grown > 0 && refuse) {
       const limit = this.#capPages + (this.#freeing(tally) ? this.#reservePages : 0);
       if (this.#usedPages + this.#pendingPages + grown > limit) {
         // The running count says full: recount exactly before refusing, and correct the count by what is found.

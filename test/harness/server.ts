@@ -56,7 +56,7 @@ export async function startTestServer(env: Record<string, string> = {}, dataDir 
     ...(env["SERVICE_CLUSTER_NATS_URL"] === undefined ? clusteredEnv(env["SERVICE_DATA_DIR"] ?? dataDir) : {}),
     ...env,
   });
-  const engram = await startEngram(config, { logger: createLogger("silent") });
+  const engram = await startEngram(config, { logger: createLogger(process.env["ENGRAM_TEST_LOG"] ?? "silent") });
   const adminKey = config.adminKey ?? fs.readFileSync(path.join(dataDir, "admin.key"), "utf8").trim();
   return {
     engram,
