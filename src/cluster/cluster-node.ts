@@ -19,6 +19,7 @@ import { SnapshotStore } from "./shard-snapshots.js";
 import { EventRelay } from "./event-relay.js";
 import type { EventBus } from "../events/event-bus.js";
 import { ShardReplica } from "./replicated-transaction.js";
+import { appliedSequence } from "./shard-applier.js";
 
 export const GLOBAL_SHARD = 0;
 
@@ -97,6 +98,12 @@ export class ClusterNode {
       const trimmer = new LogTrimmer({ nodeId: config.nodeId, shards: config.servedShards }, storage, log, shardMap, snapshots, logger);
       const node = new ClusterNode(config, log, mapConnection, shardMap, replicas, logger, snapshots, trimmer);
       for (const [shard, replica] of replicas) {
+        // A store that applied more of a shard than the log holds was applied from another log (a restored backup,
+        // another cluster's data directory): it would never agree with this one.
+        const applied = appliedSequence(storage, shard);
+        if (applied > (await log.lastSequence(shard))) {
+          throw new Error(`the store has applied shard ${shard} up to ${applied}, past the end of the cluster's log: it comes from another log; start this node with an empty data directory`);
+        }
         try {
           logger.info({ shard, applied: await replica.apply() }, "cluster shard caught up");
         } catch (e: unknown) {
