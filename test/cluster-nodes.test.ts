@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
-import { grpcStream, type JsonObject } from "./harness/callers.js";
+import { collectStream, grpcStream } from "./harness/callers.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 import { Storage } from "../src/storage/database.js";
@@ -150,16 +150,7 @@ it("delivers a control event of a write on one node to a subscriber on another, 
   // Node 1 knows both keys once it has applied their creation.
   await succeed(node1, "engram.v2.MemoryService/Query", { run_id: "e", query: "nothing" }, keys[0] as string, token);
   const stream = grpcStream(Number(new URL(node1.baseUrl).port), "engram.v2.EventsService/Subscribe", { run_id: "e1", event_types: ["entry.*"] }, keys[0] as string);
-  const received: JsonObject[] = [];
-  const waiters: (() => void)[] = [];
-  stream.on("data", (event: JsonObject) => {
-    received.push(event);
-    waiters.shift()?.();
-  });
-  stream.on("error", () => undefined);
-  const next = async (count: number): Promise<void> => {
-    while (received.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
-  };
+  const { received, next } = collectStream(stream);
   await next(1);
   expect(received[0]).toMatchObject({ type: "subscribed", run_id: "e1" });
   // Another owner's write to a run of the same name, then the subscriber's own: only the latter reaches it.

@@ -1,6 +1,6 @@
 // The control event stream as a gRPC server stream (@grpc/grpc-js): subscribed first, then matching events.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { grpcStream, type JsonObject } from "./harness/callers.js";
+import { collectStream, grpcStream } from "./harness/callers.js";
 import { startTestServer, type TestServer } from "./harness/server.js";
 
 let server: TestServer;
@@ -11,16 +11,7 @@ afterAll(async () => server.close());
 
 it("streams control events over gRPC, filtered by run and type", async () => {
   const stream = grpcStream(server.port, "engram.v2.EventsService/Subscribe", { run_id: "g1", event_types: ["entry.*"] }, server.adminKey);
-  const received: JsonObject[] = [];
-  const waiters: (() => void)[] = [];
-  stream.on("data", (event: JsonObject) => {
-    received.push(event);
-    waiters.shift()?.();
-  });
-  stream.on("error", () => undefined);
-  const next = async (count: number): Promise<void> => {
-    while (received.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
-  };
+  const { received, next } = collectStream(stream);
   await next(1);
   expect(received[0]).toMatchObject({ type: "subscribed", run_id: "g1" });
   const remember = (session: string, content: string): Promise<Response> =>

@@ -14,14 +14,17 @@ import { currentWriteScope, type WriteScope } from "../storage/write-scope.js";
 import type { ClusterConfig } from "../platform/config.js";
 import type { Logger } from "../platform/logger.js";
 import { CommandLog, LogTruncated, createRetrying } from "./command-log.js";
-import { LogTrimmer, snapshotName } from "./log-trimming.js";
-import { SnapshotStore } from "./shard-snapshots.js";
+import { LogTrimmer, progressKey, snapshotName, type NodeProgress } from "./log-trimming.js";
+import { SnapshotStore, type SnapshotInfo } from "./shard-snapshots.js";
 import { EventRelay } from "./event-relay.js";
 import type { EventBus } from "../events/event-bus.js";
 import { ShardReplica } from "./replicated-transaction.js";
 import { appliedSequence } from "./shard-applier.js";
 
 export const GLOBAL_SHARD = 0;
+
+/** The KV bucket of the shard map and of the nodes' progress. */
+const shardMapBucket = (config: ClusterConfig): string => `${config.name.toLowerCase()}-shard-map`;
 
 /** A consistency token: the last log position a call wrote at, per shard (`shard:sequence`, comma-separated). */
 export type ConsistencyToken = ReadonlyMap<number, number>;
@@ -91,7 +94,7 @@ export class ClusterNode {
     try {
       mapConnection = await connect({ servers: [...config.natsUrls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
       const kvm = new Kvm(mapConnection);
-      const shardMap = await createRetrying(() => kvm.create(`${config.name.toLowerCase()}-shard-map`, { replicas: config.replicas, history: 1 }));
+      const shardMap = await createRetrying(() => kvm.create(shardMapBucket(config), { replicas: config.replicas, history: 1 }));
       snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas, bucket: `${config.name.toLowerCase()}-snapshots` });
       const replicas = new Map<number, ShardReplica>();
       for (const shard of [GLOBAL_SHARD, ...config.servedShards]) replicas.set(shard, new ShardReplica(log, storage, shard, onReplayed));
@@ -132,6 +135,19 @@ export class ClusterNode {
    */
   static async bootstrap(config: ClusterConfig, lmdbDir: string, logger: Logger): Promise<void> {
     if (fs.existsSync(path.join(lmdbDir, "data.mdb"))) return;
+    // First a progress record at nothing applied, unless the node has one: the log of its shards is not trimmed from
+    // now until it has joined (and recorded where it stands), so the snapshot it restores stays enough.
+    const connection = await connect({ servers: [...config.natsUrls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    try {
+      const kvm = new Kvm(connection);
+      const bucket = await createRetrying(() => kvm.create(shardMapBucket(config), { replicas: config.replicas, history: 1 }));
+      const key = progressKey(config.nodeId);
+      if ((await createRetrying(() => bucket.get(key))) === null) {
+        await createRetrying(() => bucket.put(key, JSON.stringify({ shards: config.servedShards, applied: {} } satisfies NodeProgress)));
+      }
+    } finally {
+      await connection.close();
+    }
     const snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas, bucket: `${config.name.toLowerCase()}-snapshots` });
     try {
       // The snapshot of this node's own set; else the smallest that holds all of its shards (the first node of a new
@@ -140,7 +156,12 @@ export class ClusterNode {
       const name =
         (await snapshots.info(snapshotName(config.servedShards)))?.name ??
         (await snapshots.list()).filter((s) => needed.every((shard) => shard in s.positions)).sort((a, b) => a.bytes - b.bytes)[0]?.name;
-      const restored = name === undefined ? undefined : await snapshots.restore(name, lmdbDir);
+      // A snapshot replaced by a newer one while it is read fails its digest: read again (the newer one).
+      const restore = async (snapshot: string): Promise<SnapshotInfo | undefined> => {
+        fs.rmSync(lmdbDir, { recursive: true, force: true });
+        return snapshots.restore(snapshot, lmdbDir);
+      };
+      const restored = name === undefined ? undefined : await createRetrying(() => restore(name));
       if (restored !== undefined) logger.info({ snapshot: restored.name, bytes: restored.bytes, positions: restored.positions }, "store restored from the cluster snapshot");
     } finally {
       await snapshots.close();

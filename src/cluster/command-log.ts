@@ -231,8 +231,8 @@ export async function createRetrying<T>(create: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Creates the stream unless it exists; several nodes may race to it, and the first to succeed wins. */
-async function ensureStream(manager: JetStreamManager, config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string }): Promise<void> {
+/** Creates a stream unless it exists; several nodes may race to it, and the first to succeed wins. */
+export async function ensureStream(manager: JetStreamManager, config: Parameters<JetStreamManager["streams"]["add"]>[0] & { name: string }): Promise<void> {
   await createRetrying(async () => {
     try {
       await manager.streams.info(config.name);

@@ -5,7 +5,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { ControlEvent } from "../events/event-bus.js";
-import { createRetrying } from "./command-log.js";
+import { createRetrying, ensureStream } from "./command-log.js";
 
 /** Events kept in the stream at most: for an hour, and at most this many (the oldest go first). */
 const MAX_AGE_MS = 3_600_000;
@@ -26,21 +26,15 @@ export class EventRelay {
 
   static async open(connection: NatsConnection, stream: string, nodeId: string, replicas: number): Promise<EventRelay> {
     const manager = await createRetrying(() => jetstreamManager(connection, { timeout: 2_000 }));
-    await createRetrying(async () => {
-      try {
-        await manager.streams.info(stream);
-      } catch {
-        await manager.streams.add({
-          name: stream,
-          subjects: [`${stream}.*`],
-          storage: StorageType.File,
-          num_replicas: replicas,
-          retention: RetentionPolicy.Limits,
-          discard: DiscardPolicy.Old,
-          max_age: MAX_AGE_MS * NANOS_PER_MS,
-          max_msgs: MAX_EVENTS,
-        });
-      }
+    await ensureStream(manager, {
+      name: stream,
+      subjects: [`${stream}.*`],
+      storage: StorageType.File,
+      num_replicas: replicas,
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      max_age: MAX_AGE_MS * NANOS_PER_MS,
+      max_msgs: MAX_EVENTS,
     });
     return new EventRelay(connection, stream, nodeId);
   }

@@ -60,7 +60,7 @@ export function trimPositions(plan: Pick<TrimmingPlan, "progress" | "snapshots">
   return limits;
 }
 
-const progressKey = (nodeId: string): string => `progress.${nodeId}`;
+export const progressKey = (nodeId: string): string => `progress.${nodeId}`;
 
 /** One node's part in trimming the log: its progress, its set's snapshot when its turn, and the trim. */
 export class LogTrimmer {
@@ -105,16 +105,12 @@ export class LogTrimmer {
     if (takesSnapshot({ ...this.#plan, progress })) {
       const taken = await this.#snapshots.publish(this.#storage, snapshotName(this.#plan.shards), [0, ...this.#plan.shards]);
       this.#logger.info({ snapshot: taken.name, bytes: taken.bytes, positions: taken.positions }, "cluster snapshot published");
-      progress = await this.#readProgress();
     }
-    const snapshots = new Map<string, Readonly<Record<string, number>>>();
-    for (const { shards } of progress.values()) {
-      const name = snapshotName(shards);
-      if (!snapshots.has(name)) {
-        const info = await this.#snapshots.info(name);
-        if (info !== undefined) snapshots.set(name, info.positions);
-      }
-    }
+    // The snapshots before the progress: a node that starts joining after this read of the snapshots restores one at
+    // least as new, and one that started before it is in the progress read after (ClusterNode.bootstrap records it
+    // first), so the trim never passes where a joining node starts.
+    const snapshots = new Map<string, Readonly<Record<string, number>>>((await this.#snapshots.list()).map((s) => [s.name, s.positions]));
+    progress = await this.#readProgress();
     for (const [shard, upTo] of trimPositions({ progress, snapshots })) await this.#log.truncate(shard, upTo);
   }
 

@@ -177,3 +177,20 @@ export function grpcStream(port: number, rpc: string, request: JsonObject, key: 
   stream.on("close", () => (client as unknown as grpc.Client).close());
   return stream;
 }
+
+/** Collects a server stream's messages; `next(n)` resolves once `n` have arrived (no timer decides it). */
+export function collectStream(stream: grpc.ClientReadableStream<JsonObject>): { readonly received: JsonObject[]; next(count: number): Promise<void> } {
+  const received: JsonObject[] = [];
+  const waiters: (() => void)[] = [];
+  stream.on("data", (message: JsonObject) => {
+    received.push(message);
+    waiters.shift()?.();
+  });
+  stream.on("error", () => undefined);
+  return {
+    received,
+    async next(count) {
+      while (received.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
+    },
+  };
+}
