@@ -23,7 +23,10 @@ if (!binary) throw new Error("nats-server is not installed (make nats-server)");
 const port = await freePort();
 const monitor = await freePort();
 const store = fs.mkdtempSync(path.join(os.tmpdir(), "engram-test-nats-"));
-const server = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-m", String(monitor), "-js", "-sd", store], { stdio: "ignore" });
+// The suite's largest writes (1,000 items, a 1 MiB archive block) make commands over NATS's default 1 MiB.
+const config = path.join(store, "nats.conf");
+fs.writeFileSync(config, "max_payload: 8388608\n");
+const server = spawn(binary, ["-c", config, "-a", "127.0.0.1", "-p", String(port), "-m", String(monitor), "-js", "-sd", store], { stdio: "ignore" });
 let status = 1;
 try {
   for (let attempt = 0; ; attempt++) {
