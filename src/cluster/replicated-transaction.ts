@@ -16,6 +16,21 @@ import type { ReplayedWrite, SequenceStride, Storage, WriteOp } from "../storage
 import { ShardMovedOn, type CommandLog, type LoggedCommand } from "./command-log.js";
 import { appliedSequence, catchUp } from "./shard-applier.js";
 
+/** A transaction waiting for its shard's turn. */
+interface Queued {
+  readonly fn: () => unknown;
+  readonly sequences: SequenceStride | undefined;
+  resolve(outcome: { result: unknown; sequence: number }): void;
+  reject(error: unknown): void;
+}
+
+/** Transactions of a shard computed into one command at most (group commit through the log). */
+const MAX_BATCH = 64;
+/** A batch stops growing past this many writes: each transaction is computed on top of all the writes before it. */
+const MAX_BATCH_WRITES = 20_000;
+/** Transactions of a shard waiting on one node at most; more are refused (unavailable) rather than queued unbounded. */
+const MAX_QUEUED = 10_000;
+
 /** Conflicts retried before the transaction gives up (each retry first applies the commands that won). */
 const MAX_ATTEMPTS = 50;
 
@@ -68,8 +83,9 @@ export class TooManyWaiters extends Error {}
 const MAX_DECISIONS = 65_536;
 
 /**
- * One shard as this node holds it: applies its commands from the log, and runs this node's transactions of it one
- * at a time (two of them computed on the same state would only make one of them lose and start again).
+ * One shard as this node holds it: applies its commands from the log, and runs this node's transactions of it in
+ * turn, those waiting together computed one after the other into one command (two computed on the same state would
+ * only make one of them lose and start again; one command for many is the log's group commit).
  */
 export class ShardReplica {
   readonly #log: CommandLog;
@@ -77,8 +93,9 @@ export class ShardReplica {
   readonly #shard: number;
   /** Whether each command this node applied was accepted, by sequence (oldest forgotten first). */
   readonly #decisions = new Map<number, boolean>();
-  /** This node's transactions of the shard, one at a time. */
-  readonly #transactionTurn = oneAtATime();
+  /** This node's transactions of the shard waiting for their turn; they go to the log together (#drain). */
+  readonly #queue: Queued[] = [];
+  #draining = false;
   /** Catch-ups, one at a time, so that the listener hears the commands in log order. */
   readonly #applyTurn = oneAtATime();
   /** Names this replica's commands in the log. */
@@ -239,41 +256,97 @@ export class ShardReplica {
    * 0 when `fn` wrote nothing, so that nothing was appended). `sequences` numbers what `fn` creates in the shard.
    */
   transaction<T>(fn: () => T, sequences?: SequenceStride): Promise<{ result: T; sequence: number }> {
-    return this.#transactionTurn(() => this.#transact(fn, sequences));
+    return new Promise<{ result: T; sequence: number }>((resolve, reject) => {
+      if (this.#queue.length >= MAX_QUEUED) {
+        reject(new LogUnavailable(`shard ${this.#shard}: ${MAX_QUEUED} transactions are already waiting for the log; retry`));
+        return;
+      }
+      this.#queue.push({ fn, sequences, resolve: resolve as Queued["resolve"], reject });
+      void this.#drain();
+    });
   }
 
-  async #transact<T>(fn: () => T, sequences: SequenceStride | undefined): Promise<{ result: T; sequence: number }> {
-    const id = randomUUID();
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      await this.#applyRetrying(`shard ${this.#shard}: the log cannot be read; nothing was written`);
-      const expected = appliedSequence(this.#storage, this.#shard);
-      const basedOn = acceptedSequence(this.#storage, this.#shard);
-      const { result, writes } = await this.#storage.captureWrites(fn, sequences);
-      // Nothing to replicate (a transaction that found nothing to change): no command, no position to wait for.
-      if (writes.length === 0) return { result, sequence: 0 };
-      const command = codec.pack({ basedOn, writer: this.#writer, writes } satisfies WriteCommand);
-      if (command.length > this.#log.maxCommandBytes) {
-        throw new CommandTooLarge(`the write is ${command.length} bytes once encoded for the cluster's log, which takes at most ${this.#log.maxCommandBytes} (the NATS servers' max_payload): write less at once`);
-      }
-      let sequence: number;
-      try {
-        sequence = await appendRetrying(this.#log, this.#shard, command, `${id}:${attempt}`, expected);
-      } catch (e: unknown) {
-        if (e instanceof ShardMovedOn) continue;
-        throw new LogUnavailable(`shard ${this.#shard}: the log did not acknowledge the write, which may or may not have been stored (${String(e)})`, { cause: e });
-      }
-      // The command is in the log: it is applied, here as everywhere, however long the log takes to be readable again.
-      const unread = `shard ${this.#shard}: the write is in the log at ${sequence} but could not be read back yet; it will be applied`;
-      // Read up to the command itself (no question about the shard's last); once more in full should that stop short.
-      if ((await this.#applyRetrying(unread, sequence)) < sequence) await this.#applyRetrying(unread);
-      // Skipped by every node when another command was accepted after `basedOn`: compute again on the newer state.
-      const accepted = this.#decisions.get(sequence);
-      this.#decisions.delete(sequence);
-      if (accepted === true) return { result, sequence };
-      // Computing again without knowing would risk applying the transaction twice.
-      if (accepted === undefined) throw new Error(`shard ${this.#shard}: command ${sequence} was applied without its outcome being seen`);
+  /** Runs the queued transactions, those queued together as one command (group commit through the log). */
+  async #drain(): Promise<void> {
+    if (this.#draining) return;
+    this.#draining = true;
+    try {
+      while (this.#queue.length > 0) await this.#transactBatch(this.#queue.splice(0, MAX_BATCH));
+    } finally {
+      this.#draining = false;
     }
-    throw new Error(`shard ${this.#shard}: the transaction lost ${MAX_ATTEMPTS} conflicts in a row`);
+  }
+
+  /**
+   * Computes each transaction of `batch` on top of the ones before it (a failing one is refused alone), appends their
+   * writes as one command, and settles every transaction of the batch once it is applied. On a conflict all of them
+   * are computed again on the newer state.
+   */
+  async #transactBatch(batch: readonly Queued[]): Promise<void> {
+    const id = randomUUID();
+    let live: Queued[] = [...batch];
+    try {
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+        await this.#applyRetrying(`shard ${this.#shard}: the log cannot be read; nothing was written`);
+        const expected = appliedSequence(this.#storage, this.#shard);
+        const basedOn = acceptedSequence(this.#storage, this.#shard);
+        const computed: { readonly item: Queued; readonly result: unknown }[] = [];
+        let writes: WriteOp[] = [];
+        for (const [i, item] of live.entries()) {
+          // A large batch leaves the rest for the next command: each transaction is computed on all the writes before it.
+          if (writes.length > MAX_BATCH_WRITES) {
+            this.#queue.unshift(...live.slice(i));
+            break;
+          }
+          try {
+            const captured = await this.#storage.captureWrites(item.fn, item.sequences, writes);
+            computed.push({ item, result: captured.result });
+            writes = writes.concat(captured.writes);
+          } catch (e: unknown) {
+            item.reject(e);
+          }
+        }
+        live = computed.map((c) => c.item);
+        // Nothing to replicate (transactions that found nothing to change): no command, no position to wait for.
+        if (writes.length === 0) {
+          for (const { item, result } of computed) item.resolve({ result, sequence: 0 });
+          return;
+        }
+        const command = codec.pack({ basedOn, writer: this.#writer, writes } satisfies WriteCommand);
+        if (command.length > this.#log.maxCommandBytes) {
+          if (live.length > 1) {
+            // Too large together: the first alone, the others after it.
+            this.#queue.unshift(...live.slice(1));
+            live = live.slice(0, 1);
+            continue;
+          }
+          throw new CommandTooLarge(`the write is ${command.length} bytes once encoded for the cluster's log, which takes at most ${this.#log.maxCommandBytes} (the NATS servers' max_payload): write less at once`);
+        }
+        let sequence: number;
+        try {
+          sequence = await appendRetrying(this.#log, this.#shard, command, `${id}:${attempt}`, expected);
+        } catch (e: unknown) {
+          if (e instanceof ShardMovedOn) continue;
+          throw new LogUnavailable(`shard ${this.#shard}: the log did not acknowledge the write, which may or may not have been stored (${String(e)})`, { cause: e });
+        }
+        // The command is in the log: it is applied, here as everywhere, however long the log takes to be readable again.
+        const unread = `shard ${this.#shard}: the write is in the log at ${sequence} but could not be read back yet; it will be applied`;
+        // Read up to the command itself (no question about the shard's last); once more in full should that stop short.
+        if ((await this.#applyRetrying(unread, sequence)) < sequence) await this.#applyRetrying(unread);
+        // Skipped by every node when another command was accepted after `basedOn`: compute again on the newer state.
+        const accepted = this.#decisions.get(sequence);
+        this.#decisions.delete(sequence);
+        if (accepted === true) {
+          for (const { item, result } of computed) item.resolve({ result, sequence });
+          return;
+        }
+        // Computing again without knowing would risk applying the transactions twice.
+        if (accepted === undefined) throw new Error(`shard ${this.#shard}: command ${sequence} was applied without its outcome being seen`);
+      }
+      throw new Error(`shard ${this.#shard}: the transaction lost ${MAX_ATTEMPTS} conflicts in a row`);
+    } catch (e: unknown) {
+      for (const item of live) item.reject(e);
+    }
   }
 }
 

@@ -331,13 +331,23 @@ export class Storage {
   /**
    * Runs `fn` as a transaction whose writes are recorded and then discarded: the store is left as it was, and the
    * caller gets `fn`'s result and its writes, to have them replicated before they are applied (`replayWrites`).
-   * Inside `fn`, reads see its own writes as in any transaction.
+   * Inside `fn`, reads see its own writes as in any transaction, after `base` (writes of transactions computed before
+   * it into the same replicated command, applied first and not recorded again).
    */
-  async captureWrites<T>(fn: () => T, sequences?: SequenceStride): Promise<{ result: T; writes: WriteOp[] }> {
+  async captureWrites<T>(fn: () => T, sequences?: SequenceStride, base: readonly WriteOp[] = []): Promise<{ result: T; writes: WriteOp[] }> {
     let result: { result: T; writes: WriteOp[] } | undefined;
     try {
       const capture = (): void => {
         if (this.#captured !== undefined) throw new Error("a write capture is already in progress");
+        // Transactions queued before this one in the same command: their writes first, not recorded again.
+        if (base.length > 0) {
+          this.#applyingLog = true;
+          try {
+            this.replayWrites(base);
+          } finally {
+            this.#applyingLog = false;
+          }
+        }
         this.#captured = [];
         capturedStride = sequences;
         try {
