@@ -338,4 +338,28 @@ describe("the command log", () => {
       await closeNode(node);
     }
   }, 60_000);
+
+  it("commits transactions queued together as one command; one that throws is refused alone", async () => {
+    const node = await openNode(10, 0);
+    try {
+      // The first starts at once; the nine queued behind it go to the log together.
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 10 }, (_, i) =>
+          node.replica.transaction(() => {
+            node.storage.dbs.meta.put(`batched:${i}`, i);
+            if (i === 5) throw new Error("refused");
+            return i;
+          }),
+        ),
+      );
+      expect(outcomes[5]?.status).toBe("rejected");
+      const sequences = outcomes.filter((o) => o.status === "fulfilled").map((o) => (o as PromiseFulfilledResult<{ result: number; sequence: number }>).value);
+      expect(sequences.map((v) => v.result)).toEqual([0, 1, 2, 3, 4, 6, 7, 8, 9]);
+      expect(new Set(sequences.slice(1).map((v) => v.sequence)).size).toBe(1);
+      expect(sequences[1]?.sequence).toBeGreaterThan(sequences[0]?.sequence ?? Infinity);
+      for (let i = 0; i < 10; i++) expect(node.storage.dbs.meta.get(`batched:${i}`)).toBe(i === 5 ? undefined : i);
+    } finally {
+      await closeNode(node);
+    }
+  }, 60_000);
 });
