@@ -57,6 +57,14 @@ const SHORT_TAIL = 64;
 const READ_ATTEMPTS = 10;
 const NANOS_PER_MS = 1_000_000;
 
+/** JetStream's durations (stream ages, duplicate windows) are in nanoseconds. */
+export const nanos = (ms: number): number => ms * NANOS_PER_MS;
+
+/** A JetStream manager whose requests time out after API_TIMEOUT_MS, obtained once JetStream answers. */
+export function streamManager(connection: NatsConnection): Promise<JetStreamManager> {
+  return createRetrying(() => jetstreamManager(connection, { timeout: API_TIMEOUT_MS }));
+}
+
 export class CommandLog {
   readonly #connection: NatsConnection;
   readonly #client: JetStreamClient;
@@ -75,13 +83,13 @@ export class CommandLog {
     const stream = options.stream ?? DEFAULT_STREAM;
     const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
-      const manager = await createRetrying(() => jetstreamManager(connection, { timeout: API_TIMEOUT_MS }));
+      const manager = await streamManager(connection);
       const config = {
         name: stream,
         subjects: [`${stream}.*`],
         storage: StorageType.File,
         num_replicas: options.replicas ?? 3,
-        duplicate_window: (options.duplicateWindowMs ?? 120_000) * NANOS_PER_MS,
+        duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
       };
       await ensureStream(manager, config);
       return new CommandLog(connection, jetstream(connection), manager, stream);

@@ -3,14 +3,13 @@
 // JetStream cluster as the log), and every node hands the events other nodes published to its own subscribers as
 // they arrive. Live delivery, like a single server's: a node disconnected meanwhile does not replay what it missed.
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
+import { DiscardPolicy, RetentionPolicy, StorageType } from "@nats-io/jetstream";
 import type { ControlEvent } from "../events/event-bus.js";
-import { createRetrying, ensureStream } from "./command-log.js";
+import { ensureStream, nanos, streamManager } from "./command-log.js";
 
 /** Events kept in the stream at most: for an hour, and at most this many (the oldest go first). */
 const MAX_AGE_MS = 3_600_000;
 const MAX_EVENTS = 100_000;
-const NANOS_PER_MS = 1_000_000;
 
 export class EventRelay {
   readonly #connection: NatsConnection;
@@ -25,7 +24,7 @@ export class EventRelay {
   }
 
   static async open(connection: NatsConnection, stream: string, nodeId: string, replicas: number): Promise<EventRelay> {
-    const manager = await createRetrying(() => jetstreamManager(connection, { timeout: 2_000 }));
+    const manager = await streamManager(connection);
     await ensureStream(manager, {
       name: stream,
       subjects: [`${stream}.*`],
@@ -33,7 +32,7 @@ export class EventRelay {
       num_replicas: replicas,
       retention: RetentionPolicy.Limits,
       discard: DiscardPolicy.Old,
-      max_age: MAX_AGE_MS * NANOS_PER_MS,
+      max_age: nanos(MAX_AGE_MS),
       max_msgs: MAX_EVENTS,
     });
     return new EventRelay(connection, stream, nodeId);

@@ -66,7 +66,7 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
         throw failure;
       }
       const token = req.header.get(CONSISTENCY_TOKEN_HEADER);
-      if (token !== null && token.trim() !== "") await waitForToken(cluster, token);
+      if (token !== null && token.trim() !== "") await waitFor(cluster, parsed(token));
     }
     return inWriteScope(owner, async () => {
       try {
@@ -81,10 +81,6 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
       }
     });
   };
-}
-
-function waitForToken(cluster: ClusterNode, text: string): Promise<void> {
-  return waitFor(cluster, parsed(text));
 }
 
 function parsed(text: string): ConsistencyToken {
