@@ -13,7 +13,7 @@
 // test below: that is how a new route gets covered.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Json, JsonObject } from "./harness/callers.js";
-import { startTestServer, type TestServer } from "./harness/server.js";
+import { clusteredEnv, startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 import { openStream, type OpenStream } from "./isolation/event-stream.js";
 import { ghostsOf, labels } from "./isolation/ghosts.js";
@@ -149,9 +149,15 @@ describe("generated isolation matrix: another owner's ids answer like ids that n
     const keyA = await createUser(url, server.adminKey, NAMES.a);
     const keyB = await createUser(url, server.adminKey, NAMES.b);
     const keyC = await createUser(url, server.adminKey, NAMES.c);
-    // Core node ids count up server-wide; taking the first thousand keeps the test's node ids from looking like counts.
+    // Core node ids count up server-wide (per shard when clustered); taking the first thousand of each keeps the
+    // test's node ids from looking like counts. Consecutive users cover every shard.
     const filler = Array.from({ length: 1000 }, (_, i) => ({ run_id: "filler", text: `filler ${i}` }));
     await must(url, "engram.v2.CoreService/BatchInsertNodes", { nodes: filler }, server.adminKey);
+    const shards = Number(clusteredEnv(server.dataDir)["SERVICE_CLUSTER_SHARD_COUNT"] ?? "0");
+    for (let shard = 0; shard < shards; shard++) {
+      const fillerKey = await createUser(url, server.adminKey, `iso-filler${shard}${suffix}`);
+      await must(url, "engram.v2.CoreService/BatchInsertNodes", { nodes: filler }, fillerKey);
+    }
 
     a = await seedOwner(url, NAMES.a, keyA, labels("a"), MARK_SEEDED);
     ghosts = ghostsOf(a.ids);

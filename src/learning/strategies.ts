@@ -88,7 +88,8 @@ export async function surfaceStrategies(entries: EntryStore, catalog: Catalog, o
       strength: records.length * avgConfidence,
     });
   }
-  return strategies.sort((a, b) => b.strength - a.strength || a.id.localeCompare(b.id)).slice(0, input.maxStrategies);
+  // Ties go by description, then id: the description survives an export and import, where the ids change.
+  return strategies.sort((a, b) => b.strength - a.strength || a.description.localeCompare(b.description) || a.id.localeCompare(b.id)).slice(0, input.maxStrategies);
 }
 
 /** A lesson's standing within its cluster: confidence, raised by reinforcement. */

@@ -22,6 +22,11 @@ export interface TestServer {
  * its own (its own streams and buckets, named after its data directory, so that a restarted server finds its log) on
  * the NATS server named by ENGRAM_TEST_NATS_URL.
  */
+/** Whether test servers run clustered (make test-cluster). */
+export function clusteredRun(): boolean {
+  return (process.env["ENGRAM_TEST_NATS_URL"] ?? "") !== "";
+}
+
 export function clusteredEnv(dataDir: string): Record<string, string> {
   const nats = process.env["ENGRAM_TEST_NATS_URL"];
   if (nats === undefined || nats === "") return {};
