@@ -153,7 +153,9 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runLinks = new RunLinks(storage, events);
   const writer = new EntryWriter(entries, index, events, metrics);
   const background = new BackgroundGate();
-  const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger, background);
+  // Clustered, a node works the jobs and purges of the shards it serves; its store may hold others (a larger snapshot).
+  const worksFor = (owner: number): boolean => cluster?.servesOwner(owner) ?? true;
+  const ingest = new IngestQueue(storage, entries, writer, events, metrics, logger, background, worksFor);
   const llm = config.llm === undefined ? undefined : new ChatClient({ ...config.llm, metrics, logger });
 
   // Per-key rate limits act right after authentication, before any other work is spent on the call.
@@ -207,6 +209,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   // The core data plane provides the deletion's transaction: its nodes of the run go with everything else.
   const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore, runPlanes, (body) =>
     core.commitWithRunPurge((purgeRunNodes) => body((owner, runId) => ({ core_nodes: purgeRunNodes(owner, runId) }))),
+    worksFor,
   );
   const builtinExtractor = new BuiltinExtractor();
   const reflector = new Reflector({
@@ -291,6 +294,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       }
     };
     cluster.follow();
+    // A node of a shared shard that left may have left jobs and purges queued (replicated here): take them up.
+    cluster.whenPeerLeaves(() => {
+      ingest.start();
+      runDeletion.start();
+    });
   }
   readiness.markReady();
   ingest.start();

@@ -56,6 +56,11 @@ export class ClusterNode {
   readonly #replicas: ReadonlyMap<number, ShardReplica>;
   /** The shard map as last read: node id → announcement (a handful of nodes). */
   readonly #nodes = new Map<string, NodeAnnouncement>();
+  /** When each other node's announcement was last heard (this process's clock: no skew between machines). */
+  readonly #heardAt = new Map<string, number>();
+  /** Nodes not heard within the node timeout: not forwarded to until they announce again. */
+  readonly #gone = new Set<string>();
+  readonly #peerLeftListeners: (() => void)[] = [];
   readonly #stops: (() => void)[] = [];
   readonly #logger: Logger;
 
@@ -226,9 +231,23 @@ export class ClusterNode {
     if (applied.includes(false)) throw new ReplicaBehind(`node ${this.#config.nodeId} had not applied the consistency token's writes within ${this.#config.readWaitMs} ms; retry`);
   }
 
-  /** The other nodes that serve `shard`, by URL from the shard map, in random order (forwarded calls spread out). */
+  /** Whether the owner's data lives on a shard this node serves (its background work is this node's to do). */
+  servesOwner(owner: number): boolean {
+    return this.serves(this.shardOf({ owner }));
+  }
+
+  /**
+   * Calls `listener` when another node that served one of this node's shards leaves the shard map or is not heard
+   * within the node timeout: its unfinished work (ingest jobs, run purges, replicated to this store) is now this
+   * node's to take up. Running it twice is harmless (a job another node finished stores nothing).
+   */
+  whenPeerLeaves(listener: () => void): void {
+    this.#peerLeftListeners.push(listener);
+  }
+
+  /** The other live nodes that serve `shard`, by URL from the shard map, in random order (forwarded calls spread out). */
   nodesServing(shard: number): string[] {
-    const candidates = [...this.#nodes].filter(([id, node]) => id !== this.#config.nodeId && node.shards.includes(shard)).map(([, node]) => node.url);
+    const candidates = [...this.#nodes].filter(([id, node]) => id !== this.#config.nodeId && !this.#gone.has(id) && node.shards.includes(shard)).map(([, node]) => node.url);
     for (let i = candidates.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
       [candidates[i], candidates[j]] = [candidates[j] as string, candidates[i] as string];
@@ -247,21 +266,56 @@ export class ClusterNode {
     void (async () => {
       for await (const change of watcher) {
         const id = change.key.slice("node.".length);
+        if (id === this.#config.nodeId) continue;
         if (change.operation !== "PUT") {
+          this.#peerLeft(id, "left the shard map");
           this.#nodes.delete(id);
+          this.#heardAt.delete(id);
           continue;
         }
         try {
           this.#nodes.set(id, parseAnnouncement(change.string()));
+          this.#heardAt.set(id, performance.now());
+          if (this.#gone.delete(id)) this.#logger.info({ node: id }, "cluster node heard again");
         } catch (e: unknown) {
           this.#logger.warn({ node: id, err: e }, "shard map entry ignored");
         }
       }
     })();
+    // Each node refreshes its announcement four times per timeout, and looks for the nodes it has not heard from.
+    const every = Math.max(250, Math.floor(this.#config.nodeTimeoutMs / 4));
+    const timer = setInterval(() => {
+      this.#announce().catch((e: unknown) => this.#logger.warn({ err: e }, "cluster announcement not refreshed; the next beat tries again"));
+      const now = performance.now();
+      for (const [id, heard] of this.#heardAt) {
+        if (now - heard > this.#config.nodeTimeoutMs && !this.#gone.has(id)) {
+          this.#gone.add(id);
+          this.#peerLeft(id, `not heard for ${this.#config.nodeTimeoutMs} ms`);
+        }
+      }
+    }, every);
+    timer.unref();
+    this.#stops.push(() => clearInterval(timer));
+  }
+
+  /** A node left: when it served one of this node's shards, the listeners take up its unfinished work. */
+  #peerLeft(id: string, why: string): void {
+    const shards = this.#nodes.get(id)?.shards.filter((shard) => this.serves(shard)) ?? [];
+    this.#logger.warn({ node: id, shared_shards: shards }, `cluster node ${why}`);
+    if (shards.length === 0) return;
+    for (const listener of this.#peerLeftListeners) {
+      try {
+        listener();
+      } catch (e: unknown) {
+        this.#logger.error({ err: e }, "taking up a departed node's work failed");
+      }
+    }
   }
 
   async close(): Promise<void> {
     for (const stop of this.#stops.splice(0)) stop();
+    // Leaving the map at once: calls are no longer forwarded here, and the others take up what this node left queued.
+    await this.#shardMap.delete(`node.${this.#config.nodeId}`).catch(() => undefined);
     // The last progress lets the others trim up to where this node stopped; a round under way finishes first.
     await this.#trimmer.idle();
     await this.#trimmer.recordProgress().catch(() => undefined);

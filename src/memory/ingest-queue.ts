@@ -189,7 +189,20 @@ export class IngestQueue {
   /** Items of recently accepted jobs, as stored (see MAX_HELD_JOBS); the stored copy stays the one that counts. */
   readonly #held = new Map<string, readonly JobItem[]>();
 
-  constructor(storage: Storage, entries: EntryStore, writer: EntryWriter, events: EventBus, metrics: Metrics, logger: Logger, gate: BackgroundGate) {
+  /** Whether this node works the owner's jobs (clustered: the owner's shard is one it serves). */
+  readonly #worksFor: (owner: number) => boolean;
+
+  constructor(
+    storage: Storage,
+    entries: EntryStore,
+    writer: EntryWriter,
+    events: EventBus,
+    metrics: Metrics,
+    logger: Logger,
+    gate: BackgroundGate,
+    worksFor: (owner: number) => boolean = () => true,
+  ) {
+    this.#worksFor = worksFor;
     this.#gate = gate;
     this.#storage = storage;
     this.#entries = entries;
@@ -306,7 +319,7 @@ export class IngestQueue {
       .catch((e: unknown) => this.#logger.error({ err: e }, "ingest worker stopped"))
       .finally(() => {
         this.#running = undefined;
-        if (!this.#stopped && this.#storage.dbs.jobQueue.getCount() > 0) this.start();
+        if (!this.#stopped && this.#nextJob() !== undefined) this.start();
       });
   }
 
@@ -350,12 +363,18 @@ export class IngestQueue {
   #nextJob(): { owner: number; key: number; jobId: string } | undefined {
     const { dbs } = this.#storage;
     const after = this.#lastOwner;
+    // A store started from a snapshot of more shards than the node serves holds their queues too: skipped, owner by
+    // owner (the nodes serving them work them).
     const pick = (start: Key): { owner: number; key: number; jobId: string } | undefined => {
-      for (const { key, value } of dbs.jobQueueByOwner.getRange({ start, limit: 1 })) {
-        const [owner, jobSeq] = key as [number, number];
-        return { owner, key: jobSeq, jobId: value };
+      for (let from = start; ; ) {
+        let found: { owner: number; key: number; jobId: string } | undefined;
+        for (const { key, value } of dbs.jobQueueByOwner.getRange({ start: from, limit: 1 })) {
+          const [owner, jobSeq] = key as [number, number];
+          found = { owner, key: jobSeq, jobId: value };
+        }
+        if (found === undefined || this.#worksFor(found.owner)) return found;
+        from = [found.owner + 1];
       }
-      return undefined;
     };
     const next = (after === undefined ? undefined : pick([after + 1])) ?? pick([-Infinity]);
     if (next !== undefined) return next;

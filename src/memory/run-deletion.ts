@@ -2,6 +2,7 @@
 // ingest jobs, so the deletion is visible to the very next request and survives a crash; the run's outcomes and step
 // outcomes are removed before the call answers (in bounded slices); a background purge then removes the entries,
 // their postings, vectors and lineage links in bounded slices, resuming after a restart.
+import { inWriteScope } from "../storage/write-scope.js";
 import type { Logger } from "../platform/logger.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
@@ -54,6 +55,8 @@ export class RunDeletion {
   readonly #outcomes: OutcomeStore;
   readonly #planes: readonly RunPlanePurge[];
   readonly #transaction: DeletionTransaction;
+  /** Whether this node purges the owner's runs (clustered: the owner's shard is one it serves). */
+  readonly #worksFor: (owner: number) => boolean;
 
   constructor(
     storage: Storage,
@@ -66,7 +69,9 @@ export class RunDeletion {
     outcomes: OutcomeStore,
     planes: readonly RunPlanePurge[] = [],
     transaction?: DeletionTransaction,
+    worksFor: (owner: number) => boolean = () => true,
   ) {
+    this.#worksFor = worksFor;
     this.#planes = planes;
     this.#transaction = transaction ?? ((body) => storage.transaction(() => body(() => ({}))));
     this.#gate = gate;
@@ -146,10 +151,12 @@ export class RunDeletion {
   }
 
   async #purgeAll(): Promise<void> {
-    for (let pending = this.#entries.pendingTombstones(); pending.length > 0 && !this.#stopped; pending = this.#entries.pendingTombstones()) {
+    const pendingHere = (): { owner: number; runId: string; maxSeq: number }[] => this.#entries.pendingTombstones().filter(({ owner }) => this.#worksFor(owner));
+    for (let pending = pendingHere(); pending.length > 0 && !this.#stopped; pending = pendingHere()) {
       for (const { owner, runId, maxSeq } of pending) {
         if (this.#stopped) return;
-        await this.#purgeRun(owner, runId, maxSeq);
+        // The purge's writes are the owner's (clustered: on the owner's shard), whoever's call started the purge.
+        await inWriteScope(owner, () => this.#purgeRun(owner, runId, maxSeq));
       }
     }
   }

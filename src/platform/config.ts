@@ -89,6 +89,12 @@ export interface ClusterConfig {
    * snapshots (SERVICE_CLUSTER_SNAPSHOT_INTERVAL_MS); 0: never, the log keeps every command.
    */
   readonly snapshotIntervalMs: number;
+  /**
+   * A node not heard in the shard map for this long is taken for gone (SERVICE_CLUSTER_NODE_TIMEOUT_MS): calls are no
+   * longer forwarded to it, and the other nodes of its shards take over its unfinished ingest jobs and run purges.
+   * Each node refreshes its announcement four times per timeout.
+   */
+  readonly nodeTimeoutMs: number;
 }
 
 /** Each API key's token bucket: `burst` calls at once, refilled at `perSecond` calls a second. */
@@ -237,6 +243,7 @@ function clusterConfig(env: Env, port: number): ClusterConfig | undefined {
     readWaitMs: integer(env, "SERVICE_CLUSTER_READ_WAIT_MS", 5_000, 0, 600_000),
     replicas: integer(env, "SERVICE_CLUSTER_REPLICAS", 3, 1, 5),
     snapshotIntervalMs: integer(env, "SERVICE_CLUSTER_SNAPSHOT_INTERVAL_MS", 600_000, 0, 86_400_000),
+    nodeTimeoutMs: integer(env, "SERVICE_CLUSTER_NODE_TIMEOUT_MS", 10_000, 1_000, 600_000),
   });
 }
 

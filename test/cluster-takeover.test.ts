@@ -1,0 +1,110 @@
+// Clustered mode takes up a lost node's unfinished work: an ingest job accepted (and acknowledged) by node A, which is
+// SIGKILLed while the job is still being applied, is completed by node B, which serves the same shards, once B no
+// longer hears A in the shard map. Three NATS servers and two Engram nodes, child processes on loopback. Node A's
+// embeddings endpoint (a fake on loopback) holds every request for the job's items unanswered, so the job is in flight
+// on A, deterministically, when A is killed; B's endpoint answers.
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
+import { callNode, mergeTokens, succeedOn } from "./harness/cluster-calls.js";
+import { NatsCluster } from "./harness/nats-cluster.js";
+import { mintApiKey } from "../src/auth/api-key.js";
+
+const adminKey = mintApiKey("local").key;
+const DIMENSIONS = 8;
+const STALLED = "stallmark";
+
+let nats: NatsCluster;
+let embeddings: http.Server;
+let embeddingsUrl: string;
+/** Requests to node A's endpoint held unanswered; resolves `stalled` at the first. */
+const held: http.ServerResponse[] = [];
+let sawStall: () => void = () => undefined;
+const stalled = new Promise<void>((resolve) => (sawStall = resolve));
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "engram-cluster-takeover-"));
+const nodes: ChildServer[] = [];
+
+/** A toy deterministic model: letter-frequency buckets. */
+function embed(text: string): number[] {
+  const v = new Array<number>(DIMENSIONS).fill(0);
+  for (const ch of text.toLowerCase()) if (ch >= "a" && ch <= "z") v[(ch.charCodeAt(0) - 97) % DIMENSIONS]! += 1;
+  return v;
+}
+
+function nodeEnv(i: number, endpoint: "stall" | "answer"): Record<string, string> {
+  return {
+    SERVICE_DATA_DIR: path.join(root, `node${i}`),
+    SERVICE_ADMIN_KEY: adminKey,
+    SERVICE_LOG_LEVEL: "warn",
+    SERVICE_EMBEDDINGS_URL: `${embeddingsUrl}/${endpoint}/v1`,
+    SERVICE_EMBEDDINGS_MODEL: "toy-8",
+    SERVICE_EMBEDDINGS_TIMEOUT_MS: "600000",
+    SERVICE_CLUSTER_READ_WAIT_MS: "15000",
+    SERVICE_CLUSTER_NODE_TIMEOUT_MS: "2000",
+    SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
+    SERVICE_CLUSTER_NODE_ID: `node${i}`,
+    SERVICE_CLUSTER_SHARD_COUNT: "2",
+  };
+}
+
+beforeAll(async () => {
+  ensureBuilt();
+  embeddings = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      const { input, model } = JSON.parse(body) as { input: string[]; model: string };
+      if (req.url?.startsWith("/stall/") && input.some((text) => text.includes(STALLED))) {
+        held.push(res);
+        sawStall();
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ model, data: input.map((text, index) => ({ index, embedding: embed(text) })), usage: { prompt_tokens: 1, total_tokens: 1 } }));
+    });
+  });
+  await new Promise<void>((resolve) => embeddings.listen(0, "127.0.0.1", resolve));
+  embeddingsUrl = `http://127.0.0.1:${(embeddings.address() as AddressInfo).port}`;
+  nats = await NatsCluster.start(3);
+  nodes.push(await startChild(nodeEnv(0, "stall")), await startChild(nodeEnv(1, "answer")));
+}, 120_000);
+
+afterAll(async () => {
+  for (const node of nodes) await node.kill("SIGKILL");
+  await nats?.stop();
+  for (const res of held) res.destroy();
+  await new Promise<void>((resolve) => embeddings.close(() => resolve()));
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+it("completes on another node an ingest job whose node was killed while applying it", async () => {
+  const [a, b] = nodes as [ChildServer, ChildServer];
+  const user = await succeedOn(a, "engram.v2.AuthService/CreateUser", { username: "taker" }, adminKey);
+  const key = String(user.body["api_key"]);
+  const accepted = await succeedOn(a, "engram.v2.MemoryService/Ingest", { run_id: "handover", items: [{ text: `${STALLED} alpha: the deploy window is Tuesday` }, { text: `${STALLED} beta: rollbacks need two approvals` }] }, key);
+  const jobId = String(accepted.body["job_id"]);
+  const token = mergeTokens(user.token, accepted.token);
+  await stalled;
+  // B holds the accepted job (replicated with the acknowledgement) and leaves it to A while A is alive.
+  const meanwhile = await succeedOn(b, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId }, key, token);
+  expect(meanwhile.body["status"]).toBe("queued");
+
+  await a.kill("SIGKILL");
+  // B no longer hears A within SERVICE_CLUSTER_NODE_TIMEOUT_MS (2 s) and takes the job up: bounded wait, polled.
+  let job = meanwhile.body;
+  for (let attempt = 0; job["done"] !== true; attempt++) {
+    if (attempt > 300) throw new Error(`the job was not taken up: ${JSON.stringify(job)}\n${b.stdout().slice(-3000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    job = (await succeedOn(b, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId }, key)).body;
+  }
+  expect(job).toMatchObject({ status: "completed", item_count: 2, entry_count: 2 });
+  const found = await succeedOn(b, "engram.v2.MemoryService/Query", { run_id: "handover", query: "rollbacks approvals" }, key);
+  expect(JSON.stringify(found.body["evidence"])).toContain("rollbacks need two approvals");
+  // Calls for A's shards are no longer forwarded to A: B serves them itself (it serves every shard).
+  const direct = await callNode(b, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId }, key);
+  expect(direct.status).toBe(200);
+}, 120_000);

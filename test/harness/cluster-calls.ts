@@ -1,0 +1,45 @@
+// Calls to one Engram node of a clustered test deployment (child processes), with Connect's JSON encoding as any HTTP
+// client makes them, and the consistency tokens they answer with.
+import { expect } from "vitest";
+import type { ChildServer } from "./child-server.js";
+import type { JsonObject } from "./callers.js";
+
+export const TOKEN_HEADER = "engram-consistency-token";
+
+export interface NodeAnswer {
+  readonly status: number;
+  readonly body: JsonObject;
+  /** The call's consistency token; "" when it wrote nothing. */
+  readonly token: string;
+}
+
+/** Calls `rpc` on `node`, carrying `token` when given. */
+export async function callNode(node: ChildServer, rpc: string, request: object, key: string, token?: string): Promise<NodeAnswer> {
+  const res = await fetch(`${node.baseUrl}/${rpc}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}`, ...(token === undefined || token === "" ? {} : { [TOKEN_HEADER]: token }) },
+    body: JSON.stringify(request),
+  });
+  return { status: res.status, body: (await res.json()) as JsonObject, token: res.headers.get(TOKEN_HEADER) ?? "" };
+}
+
+/**
+ * Calls and expects success. A node that cannot reach the log in time answers `unavailable` (503) and says to retry,
+ * which a client does (three times); anything else fails the test, with the node's recent output.
+ */
+export async function succeedOn(node: ChildServer, rpc: string, request: object, key: string, token?: string): Promise<NodeAnswer> {
+  let answer = await callNode(node, rpc, request, key, token);
+  for (let retry = 0; answer.status === 503 && retry < 3; retry++) answer = await callNode(node, rpc, request, key, token);
+  expect(answer.status, `${rpc} on ${node.baseUrl}: ${JSON.stringify(answer.body)}\n${answer.status === 200 ? "" : node.stdout().slice(-3000)}`).toBe(200);
+  return answer;
+}
+
+/** The highest position per shard of several tokens: a read carrying it waits for all of them. */
+export function mergeTokens(...tokens: readonly string[]): string {
+  const merged = new Map<string, number>();
+  for (const part of tokens.flatMap((token) => (token === "" ? [] : token.split(",")))) {
+    const [shard, sequence] = part.split(":") as [string, string];
+    merged.set(shard, Math.max(Number(sequence), merged.get(shard) ?? 0));
+  }
+  return [...merged].map(([shard, sequence]) => `${shard}:${sequence}`).join(",");
+}
