@@ -19,7 +19,7 @@ import { SnapshotStore, type SnapshotInfo } from "./shard-snapshots.js";
 import { EventRelay } from "./event-relay.js";
 import type { EventBus } from "../events/event-bus.js";
 import { ShardReplica } from "./replicated-transaction.js";
-import { appliedSequence } from "./shard-applier.js";
+import { appliedSequence, clusterOfStore, forgetAppliedPositions, markMemberOf } from "./shard-applier.js";
 
 export const GLOBAL_SHARD = 0;
 
@@ -105,13 +105,8 @@ export class ClusterNode {
       for (const shard of [GLOBAL_SHARD, ...config.servedShards]) replicas.set(shard, new ShardReplica(log, storage, shard, onReplayed));
       const trimmer = new LogTrimmer({ nodeId: config.nodeId, shards: config.servedShards }, storage, log, shardMap, snapshots, logger);
       const node = new ClusterNode(config, log, mapConnection, shardMap, replicas, logger, snapshots, trimmer);
+      await admitStore(config, storage, log, shardMap, snapshots, logger);
       for (const [shard, replica] of replicas) {
-        // A store that applied more of a shard than the log holds was applied from another log (a restored backup,
-        // another cluster's data directory): it would never agree with this one.
-        const applied = appliedSequence(storage, shard);
-        if (applied > (await log.lastSequence(shard))) {
-          throw new Error(`the store has applied shard ${shard} up to ${applied}, past the end of the cluster's log: it comes from another log; start this node with an empty data directory`);
-        }
         try {
           logger.info({ shard, applied: await replica.apply() }, "cluster shard caught up");
         } catch (e: unknown) {
@@ -119,6 +114,7 @@ export class ClusterNode {
           throw e;
         }
       }
+      await storage.localTransaction(() => markMemberOf(storage, config.name));
       // Recorded before anything else: from now on the log is never trimmed past where this node stands.
       await trimmer.recordProgress();
       storage.replicateThrough((fn) => node.#transaction(fn));
@@ -150,6 +146,7 @@ export class ClusterNode {
       if ((await createRetrying(() => bucket.get(key))) === null) {
         await createRetrying(() => bucket.put(key, JSON.stringify({ shards: config.servedShards, applied: {} } satisfies NodeProgress)));
       }
+      await untilSeeded(bucket, config.nodeId, logger);
     } finally {
       await connection.close();
     }
@@ -322,6 +319,97 @@ export class ClusterNode {
     await this.#snapshots.close();
     await this.#mapConnection.close();
     await this.#log.close();
+  }
+}
+
+/** The shard map's key naming the node whose store started the cluster, while and after it does (SeedClaim). */
+const SEED_KEY = "seed";
+
+interface SeedClaim {
+  readonly node: string;
+  readonly state: "seeding" | "seeded";
+}
+
+function parseSeedClaim(text: string): SeedClaim | undefined {
+  try {
+    const value = JSON.parse(text) as Partial<SeedClaim>;
+    return typeof value.node === "string" && (value.state === "seeding" || value.state === "seeded") ? { node: value.node, state: value.state } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether this store may join the cluster's log. A store of this cluster must not be ahead of the log. A store written
+ * elsewhere — a standalone store, a backup restored into a new data directory, another cluster's node — may only
+ * start a new cluster: when the log was never written, it becomes the cluster's starting state (`seedCluster`);
+ * otherwise it is refused, since its records would never agree with the log's.
+ */
+async function admitStore(config: ClusterConfig, storage: Storage, log: CommandLog, shardMap: KV, snapshots: SnapshotStore, logger: Logger): Promise<void> {
+  const held = [GLOBAL_SHARD, ...config.servedShards];
+  const foreign = clusterOfStore(storage) !== config.name && (held.some((shard) => appliedSequence(storage, shard) > 0) || storage.holdsRecords());
+  if (foreign) {
+    if (await log.everWritten()) {
+      throw new Error(
+        `the store holds records that are not from cluster ${config.name}'s log (a standalone store, a restored backup, another cluster's node): it can start a new cluster, whose log is empty, but not join this one; start this node with an empty data directory`,
+      );
+    }
+    await seedCluster(config, storage, shardMap, snapshots, logger);
+    return;
+  }
+  for (const shard of held) {
+    const applied = appliedSequence(storage, shard);
+    if (applied > (await log.lastSequence(shard))) {
+      throw new Error(`the store has applied shard ${shard} up to ${applied}, past the end of the cluster's log: it comes from another log; start this node with an empty data directory`);
+    }
+  }
+}
+
+/**
+ * Makes this node's store the starting state of a cluster whose log is empty: claims the start (one node only, and
+ * only before any other node joined), begins the log's positions at nothing applied, and publishes the store as its
+ * shards' snapshot, from which every node joining later starts. A node that bootstraps meanwhile waits for the
+ * snapshot (`untilSeeded`). Idempotent for the node that claimed it (a crash mid-way is resumed at restart).
+ */
+async function seedCluster(config: ClusterConfig, storage: Storage, shardMap: KV, snapshots: SnapshotStore, logger: Logger): Promise<void> {
+  const claim = (state: SeedClaim["state"]): string => JSON.stringify({ node: config.nodeId, state } satisfies SeedClaim);
+  const existing = await createRetrying(() => shardMap.get(SEED_KEY));
+  const claimedBy = existing === null || existing.operation !== "PUT" ? undefined : parseSeedClaim(existing.string());
+  if (claimedBy !== undefined && claimedBy.node !== config.nodeId) {
+    throw new Error(`cluster ${config.name} was started from node ${claimedBy.node}'s store; start this node with an empty data directory to join it`);
+  }
+  if (claimedBy === undefined) {
+    try {
+      await shardMap.create(SEED_KEY, claim("seeding"));
+    } catch {
+      throw new Error(`another node is starting cluster ${config.name} from its store; start this node with an empty data directory to join it`);
+    }
+    // A node that recorded its progress first started from the empty log: this store can no longer be the start.
+    const joined: string[] = [];
+    for await (const key of await shardMap.keys("progress.>")) if (key !== progressKey(config.nodeId)) joined.push(key.slice("progress.".length));
+    if (joined.length > 0) {
+      await shardMap.delete(SEED_KEY);
+      throw new Error(`nodes ${joined.join(", ")} already joined cluster ${config.name} from its empty log, so this store cannot start it; start this node with an empty data directory`);
+    }
+  }
+  await storage.localTransaction(() => {
+    forgetAppliedPositions(storage);
+    markMemberOf(storage, config.name);
+  });
+  const taken = await snapshots.publish(storage, snapshotName(config.servedShards), [GLOBAL_SHARD, ...config.servedShards]);
+  await createRetrying(() => shardMap.put(SEED_KEY, claim("seeded")));
+  logger.info({ snapshot: taken.name, bytes: taken.bytes }, `cluster ${config.name} started from this node's store`);
+}
+
+/** Waits while another node is making its store the cluster's starting state, so that this node starts from it. */
+async function untilSeeded(shardMap: KV, nodeId: string, logger: Logger): Promise<void> {
+  for (let waited = 0; ; waited += 250) {
+    const entry = await createRetrying(() => shardMap.get(SEED_KEY));
+    const claim = entry === null || entry.operation !== "PUT" ? undefined : parseSeedClaim(entry.string());
+    if (claim === undefined || claim.state === "seeded" || claim.node === nodeId) return;
+    if (waited === 0) logger.info({ node: claim.node }, "waiting for the node starting the cluster from its store");
+    if (waited > 600_000) throw new Error(`node ${claim.node} has been starting the cluster from its store for 10 minutes; is it still running?`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

@@ -126,6 +126,12 @@ export class CommandLog {
     }
   }
 
+  /** Whether any command was ever appended, to any shard (a trimmed log was written). */
+  async everWritten(): Promise<boolean> {
+    const info = await createRetrying(() => this.#manager.streams.info(this.#stream));
+    return info.state.last_seq > 0;
+  }
+
   /** The sequence of a shard's last command, 0 when it has none. */
   async lastSequence(shard: number): Promise<number> {
     // null when the shard has no command; any other failure is thrown, never read as an empty shard.

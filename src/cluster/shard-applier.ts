@@ -12,6 +12,24 @@ export function appliedSequence(storage: Storage, shard: number): number {
   return typeof value === "number" ? value : 0;
 }
 
+/** The cluster (by name) whose log this store was applied from; undefined for a store that never joined one. */
+const MEMBER_OF_KEY = "cluster:member-of";
+
+export function clusterOfStore(storage: Storage): string | undefined {
+  const value = storage.dbs.meta.get(MEMBER_OF_KEY);
+  return typeof value === "string" ? value : undefined;
+}
+
+/** Marks the store as applied from `cluster`'s log, in the caller's transaction. */
+export function markMemberOf(storage: Storage, cluster: string): void {
+  storage.dbs.meta.put(MEMBER_OF_KEY, cluster);
+}
+
+/** Forgets every shard's applied position, in the caller's transaction: the store starts a new log at its beginning. */
+export function forgetAppliedPositions(storage: Storage): void {
+  for (const key of [...storage.dbs.meta.getKeys({ start: "cluster:applied:", end: "cluster:applied:~" })]) storage.dbs.meta.remove(key);
+}
+
 /**
  * Applies `shard`'s commands after the last one this store committed, up to the log's end when called; `apply` runs
  * inside the write transaction and must only write through `storage`, `committed` after the transaction committed

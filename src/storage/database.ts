@@ -317,6 +317,11 @@ export class Storage {
    * A digest of every key and value of every database (tests: proof that a failed write left nothing behind). Reads
    * the whole store: for small test stores only.
    */
+  /** Whether any database but `meta` holds a record: the store was written to, not only opened. */
+  holdsRecords(): boolean {
+    return Object.keys(DATABASE_NAMES).some((field) => field !== "meta" && (this.#dbs[field as keyof Databases] as LmdbDatabase<unknown, Key>).getKeysCount({ limit: 1 }) > 0);
+  }
+
   fingerprint(): Record<string, string> {
     const digest: Record<string, string> = {};
     for (const [field, name] of Object.entries(DATABASE_NAMES)) {
