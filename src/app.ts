@@ -170,8 +170,12 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);
   const agentRegistry = new AgentRegistry(storage, events);
-  const livenessWatch = new LivenessWatch(events, { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs }, (owner, runId, agentId) =>
-    agentRegistry.get(owner, runId, agentId) !== undefined,
+  const livenessWatch = new LivenessWatch(
+    events,
+    { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs },
+    (owner, runId, agentId) => agentRegistry.get(owner, runId, agentId) !== undefined,
+    Date.now,
+    (owner) => cluster?.announcesFor(owner) ?? true,
   );
   livenessWatch.load(storage);
   agentRegistry.watchWith(livenessWatch);

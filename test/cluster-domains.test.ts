@@ -9,11 +9,11 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
-import { grpcStream, type JsonObject } from "./harness/callers.js";
+import type { JsonObject } from "./harness/callers.js";
+import { listenOn, mergeTokens, succeedOn, type NodeAnswer } from "./harness/cluster-calls.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 
 const adminKey = mintApiKey("local").key;
-const TOKEN = "engram-consistency-token";
 /** Short enough that the liveness case waits a few seconds for an agent to go idle, then gone. */
 const IDLE_AFTER_MS = 1_000;
 const GONE_AFTER_MS = 2_500;
@@ -46,69 +46,10 @@ function nodeEnv(i: number): Record<string, string> {
 
 const nodeA = (): ChildServer => nodes[0] as ChildServer;
 const nodeB = (): ChildServer => nodes[1] as ChildServer;
-const portOf = (node: ChildServer): number => Number(new URL(node.baseUrl).port);
 
-interface Answer {
-  readonly body: JsonObject;
-  readonly token: string;
-}
-
-/**
- * Calls a method with Connect's JSON encoding and expects success; `unavailable` (the log briefly unreachable) is
- * retried as a client would. Answers the body and the call's consistency token ("" when it wrote nothing).
- */
-async function call(node: ChildServer, rpc: string, request: object, key: string, token?: string): Promise<Answer> {
-  for (let attempt = 1; ; attempt++) {
-    const res = await fetch(`${node.baseUrl}/${rpc}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${key}`, ...(token === undefined ? {} : { [TOKEN]: token }) },
-      body: JSON.stringify(request),
-    });
-    const body = (await res.json()) as JsonObject;
-    if (res.status === 503 && attempt < 4) continue;
-    expect(res.status, `${rpc} on ${node.baseUrl}: ${JSON.stringify(body)}\n${res.status === 200 ? "" : node.stdout().slice(-3000)}`).toBe(200);
-    return { body, token: res.headers.get(TOKEN) ?? "" };
-  }
-}
-
-/** The highest position per shard of several tokens: a read carrying it waits for all of them. */
-function merge(...tokens: readonly string[]): string {
-  const merged = new Map<string, number>();
-  for (const part of tokens.flatMap((token) => (token === "" ? [] : token.split(",")))) {
-    const [shard, sequence] = part.split(":") as [string, string];
-    merged.set(shard, Math.max(Number(sequence), merged.get(shard) ?? 0));
-  }
-  return [...merged].map(([shard, sequence]) => `${shard}:${sequence}`).join(",");
-}
-
-/** A server stream's messages as they arrive, waited on by content. */
-function listen(node: ChildServer, rpc: string, request: JsonObject, key: string): { events: JsonObject[]; until: (match: (e: JsonObject) => boolean, ms?: number) => Promise<JsonObject>; close: () => void } {
-  const events: JsonObject[] = [];
-  const wakers: (() => void)[] = [];
-  const stream = grpcStream(portOf(node), rpc, request, key);
-  stream.on("data", (event: JsonObject) => {
-    events.push(event);
-    for (const wake of wakers.splice(0)) wake();
-  });
-  stream.on("error", () => undefined);
-  const until = async (match: (e: JsonObject) => boolean, ms = 10_000): Promise<JsonObject> => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const found = events.find(match);
-      if (found !== undefined) return found;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no matching event within ${ms} ms; seen: ${JSON.stringify(events)}`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        wakers.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  };
-  return { events, until, close: () => stream.cancel() };
-}
+const call = succeedOn;
+const merge = mergeTokens;
+const listen = listenOn;
 
 beforeAll(async () => {
   ensureBuilt();
@@ -127,12 +68,12 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-const evidenceIds = (answer: Answer): string[] => ((answer.body["evidence"] as JsonObject[] | undefined) ?? []).map((e) => String(e["id"]));
+const evidenceIds = (answer: NodeAnswer): string[] => ((answer.body["evidence"] as JsonObject[] | undefined) ?? []).map((e) => String(e["id"]));
 
 it("a grant made on A lets its grantee read on B; its revocation on A closes the run on B again", async () => {
   const wrote = await call(nodeA(), "engram.v2.MemoryService/Remember", { session_id: "shared", content: "The deploy key rotates every Tuesday at noon." }, alice);
   const entryId = String(wrote.body["entry_id"]);
-  const read = (token: string): Promise<Answer> => call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "shared", query: "deploy key rotates", mode: "direct_bypass" }, bob, merge(usersToken, wrote.token, token));
+  const read = (token: string): Promise<NodeAnswer> => call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "shared", query: "deploy key rotates", mode: "direct_bypass" }, bob, merge(usersToken, wrote.token, token));
   const check = async (token: string): Promise<unknown> =>
     (await call(nodeB(), "engram.v2.CoreService/CheckPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice, merge(usersToken, token))).body["allowed"];
   expect(evidenceIds(await read("")), "no grant yet").not.toContain(entryId);

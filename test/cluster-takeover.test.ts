@@ -2,7 +2,8 @@
 // SIGKILLed while the job is still being applied, is completed by node B, which serves the same shards, once B no
 // longer hears A in the shard map. Three NATS servers and two Engram nodes, child processes on loopback. Node A's
 // embeddings endpoint (a fake on loopback) holds every request for the job's items unanswered, so the job is in flight
-// on A, deterministically, when A is killed; B's endpoint answers.
+// on A, deterministically, when A is killed; B's endpoint answers. A, the first node by id, also announced the
+// owner's agents' liveness: B announces it once A is lost.
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,13 +11,15 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
-import { callNode, mergeTokens, succeedOn } from "./harness/cluster-calls.js";
+import { callNode, listenOn, mergeTokens, succeedOn } from "./harness/cluster-calls.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 
 const adminKey = mintApiKey("local").key;
 const DIMENSIONS = 8;
 const STALLED = "stallmark";
+/** Long enough that B has noticed A is lost (SERVICE_CLUSTER_NODE_TIMEOUT_MS, 2 s) well before the agent goes idle. */
+const IDLE_AFTER_MS = 8_000;
 
 let nats: NatsCluster;
 let embeddings: http.Server;
@@ -45,6 +48,8 @@ function nodeEnv(i: number, endpoint: "stall" | "answer"): Record<string, string
     SERVICE_EMBEDDINGS_TIMEOUT_MS: "600000",
     SERVICE_CLUSTER_READ_WAIT_MS: "15000",
     SERVICE_CLUSTER_NODE_TIMEOUT_MS: "2000",
+    SERVICE_AGENT_IDLE_AFTER_MS: String(IDLE_AFTER_MS),
+    SERVICE_AGENT_GONE_AFTER_MS: "600000",
     SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
     SERVICE_CLUSTER_NODE_ID: `node${i}`,
     SERVICE_CLUSTER_SHARD_COUNT: "2",
@@ -93,6 +98,11 @@ it("completes on another node an ingest job whose node was killed while applying
   const meanwhile = await succeedOn(b, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId }, key, token);
   expect(meanwhile.body["status"]).toBe("queued");
 
+  // A takes the agent's heartbeat; B's subscriber would hear A's announcements through the event relay.
+  const events = listenOn(b, "engram.v2.EventsService/Subscribe", { event_types: ["agent.*"] }, key);
+  await events.until((e) => e["type"] === "subscribed");
+  await succeedOn(a, "engram.v2.CoordinationService/RegisterAgent", { run_id: "handover", agent_id: "watcher" }, key);
+
   await a.kill("SIGKILL");
   // B no longer hears A within SERVICE_CLUSTER_NODE_TIMEOUT_MS (2 s) and takes the job up: bounded wait, polled.
   let job = meanwhile.body;
@@ -107,4 +117,15 @@ it("completes on another node an ingest job whose node was killed while applying
   // Calls for A's shards are no longer forwarded to A: B serves them itself (it serves every shard).
   const direct = await callNode(b, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId }, key);
   expect(direct.status).toBe(200);
+
+  // The agent goes idle after A was lost: B, now the first live node of the owner's shard, announces it, once.
+  try {
+    const idle = await events.until((e) => e["type"] === "agent.liveness_changed", IDLE_AFTER_MS + 10_000);
+    expect(JSON.parse(String(idle["payload"]))).toMatchObject({ agent_id: "watcher", from: "active", to: "idle" });
+    // Event ids name the node that published them.
+    expect(String(idle["id"])).toMatch(/_node1$/);
+    expect(events.events.filter((e) => e["type"] === "agent.liveness_changed")).toHaveLength(1);
+  } finally {
+    events.close();
+  }
 }, 120_000);

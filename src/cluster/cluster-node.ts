@@ -234,6 +234,16 @@ export class ClusterNode {
   }
 
   /**
+   * Whether this node announces what is derived, not written, for the owner (an agent going idle): the first live node,
+   * by id, of the owner's shard does, so each change is announced once; the next takes over when it is lost.
+   */
+  announcesFor(owner: number): boolean {
+    const shard = this.shardOf({ owner });
+    const live = [...this.#nodes].filter(([id, node]) => !this.#gone.has(id) && node.shards.includes(shard)).map(([id]) => id);
+    return this.serves(shard) && live.every((id) => id > this.#config.nodeId);
+  }
+
+  /**
    * Calls `listener` when another node that served one of this node's shards leaves the shard map or is not heard
    * within the node timeout: its unfinished work (ingest jobs, run purges, replicated to this store) is now this
    * node's to take up. Running it twice is harmless (a job another node finished stores nothing).

@@ -10,13 +10,8 @@ interface Watched {
   readonly runId: string;
   readonly agentId: string;
   heartbeatAt: number;
-  /** The liveness last announced; for an agent another node announces, the liveness it last reached. */
+  /** The liveness last announced; when another node announces the agent, the liveness it last reached. */
   announced: Liveness;
-  /**
-   * Whether this node announces the agent's changes: it took its last registration or heartbeat. Clustered, the node
-   * that did announces them (the event relay carries them to every node's subscribers), so each is announced once.
-   */
-  announcing: boolean;
 }
 
 /** How often liveness is checked: often enough to announce a change within a quarter of the shorter threshold. */
@@ -32,9 +27,22 @@ export class LivenessWatch {
   readonly #exists: (owner: number, runId: string, agentId: string) => boolean;
   /** Agents not yet gone, by owner, run and agent id. */
   readonly #watched = new Map<string, Watched>();
+  /**
+   * Whether this node announces the owner's agents. Clustered, one node does (the first live node, by id, of the
+   * owner's shard: ClusterNode.announcesFor), and the event relay carries its announcements to every node's
+   * subscribers; the others follow silently, and the next node takes over if it is lost.
+   */
+  readonly #announces: (owner: number) => boolean;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(events: EventBus, thresholds: LivenessThresholds, exists: (owner: number, runId: string, agentId: string) => boolean, now: () => number = Date.now) {
+  constructor(
+    events: EventBus,
+    thresholds: LivenessThresholds,
+    exists: (owner: number, runId: string, agentId: string) => boolean,
+    now: () => number = Date.now,
+    announces: (owner: number) => boolean = () => true,
+  ) {
+    this.#announces = announces;
     this.#events = events;
     this.#exists = exists;
     this.#thresholds = thresholds;
@@ -47,7 +55,7 @@ export class LivenessWatch {
     for (const { key, value } of storage.dbs.agents.getRange()) {
       const agent = decodeAgent(key, value);
       const liveness = livenessOf(agent.heartbeatAt, now, this.#thresholds);
-      if (liveness !== "gone") this.#watched.set(keyOf(agent), { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: liveness, announcing: true });
+      if (liveness !== "gone") this.#watched.set(keyOf(agent), { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: liveness });
     }
   }
 
@@ -56,30 +64,28 @@ export class LivenessWatch {
    * (`previousHeartbeatAt`: its heartbeat before this one; undefined for a new agent, which `agent.registered` announces).
    */
   seen(agent: AgentRecord, previousHeartbeatAt: number | undefined): void {
-    this.#see(agent, previousHeartbeatAt, true);
+    this.#see(agent, previousHeartbeatAt);
   }
 
   /**
    * Clustered mode: the writes of a command another node computed, committed here: each registration and heartbeat
-   * it made is watched here too, without being announced, since the node that took it announces the agent's changes.
-   * Should the agent's next heartbeat come here, this node knows what it was and announces from then on. A removed
-   * agent (its run deleted) leaves the watch at its next change of liveness, as when the removal is made here.
+   * it made is watched here as if made here (announced when this node announces the owner's agents). A removed agent
+   * (its run deleted) leaves the watch at its next change of liveness, as when the removal is made here.
    */
   replayed(writes: readonly ReplayedWrite[]): void {
     for (const { db, key, before, after } of writes) {
       if (db !== "agents" || after === undefined) continue;
-      this.#see(decodeAgent(key, after), before === undefined ? undefined : decodeAgent(key, before).heartbeatAt, false);
+      this.#see(decodeAgent(key, after), before === undefined ? undefined : decodeAgent(key, before).heartbeatAt);
     }
   }
 
-  #see(agent: AgentRecord, previousHeartbeatAt: number | undefined, announcing: boolean): void {
+  #see(agent: AgentRecord, previousHeartbeatAt: number | undefined): void {
     const key = keyOf(agent);
-    const watched: Watched = { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: "active", announcing };
-    const known = this.#watched.get(key);
-    // What subscribers were last told: this node's own announcement, or else the liveness the agent had reached by
-    // its age, which the node that announced it has announced by now (give or take its check interval).
-    const before = known?.announcing === true ? known.announced : previousHeartbeatAt === undefined ? "active" : livenessOf(previousHeartbeatAt, this.#now(), this.#thresholds);
-    if (announcing && before !== "active") this.#announce({ ...watched, announced: before }, "active");
+    const watched: Watched = { ...identity(agent), heartbeatAt: agent.heartbeatAt, announced: "active" };
+    // What subscribers were last told: the liveness last announced or reached, or else the one the agent had reached
+    // by the age of its previous heartbeat.
+    const before = this.#watched.get(key)?.announced ?? (previousHeartbeatAt === undefined ? "active" : livenessOf(previousHeartbeatAt, this.#now(), this.#thresholds));
+    if (before !== "active" && this.#announces(agent.owner)) this.#announce({ ...watched, announced: before }, "active");
     this.#watched.set(key, watched);
   }
 
@@ -104,7 +110,7 @@ export class LivenessWatch {
         this.#watched.delete(key);
         continue;
       }
-      if (watched.announcing) this.#announce(watched, liveness);
+      if (this.#announces(watched.owner)) this.#announce(watched, liveness);
       else watched.announced = liveness;
       if (liveness === "gone") this.#watched.delete(key);
     }

@@ -2,7 +2,7 @@
 // client makes them, and the consistency tokens they answer with.
 import { expect } from "vitest";
 import type { ChildServer } from "./child-server.js";
-import type { JsonObject } from "./callers.js";
+import { grpcStream, type JsonObject } from "./callers.js";
 
 export const TOKEN_HEADER = "engram-consistency-token";
 
@@ -42,4 +42,40 @@ export function mergeTokens(...tokens: readonly string[]): string {
     merged.set(shard, Math.max(Number(sequence), merged.get(shard) ?? 0));
   }
   return [...merged].map(([shard, sequence]) => `${shard}:${sequence}`).join(",");
+}
+
+/** A server stream's messages, as they arrive over gRPC from `node`, waited on by content. */
+export interface NodeListener {
+  readonly events: JsonObject[];
+  /** The first message matching, waited for at most `ms`. */
+  until(match: (event: JsonObject) => boolean, ms?: number): Promise<JsonObject>;
+  close(): void;
+}
+
+export function listenOn(node: ChildServer, rpc: string, request: JsonObject, key: string): NodeListener {
+  const events: JsonObject[] = [];
+  const wakers: (() => void)[] = [];
+  const stream = grpcStream(Number(new URL(node.baseUrl).port), rpc, request, key);
+  stream.on("data", (event: JsonObject) => {
+    events.push(event);
+    for (const wake of wakers.splice(0)) wake();
+  });
+  stream.on("error", () => undefined);
+  const until = async (match: (event: JsonObject) => boolean, ms = 10_000): Promise<JsonObject> => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = events.find(match);
+      if (found !== undefined) return found;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching event within ${ms} ms; seen: ${JSON.stringify(events)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        wakers.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  };
+  return { events, until, close: () => stream.cancel() };
 }
