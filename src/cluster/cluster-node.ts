@@ -188,9 +188,9 @@ export class ClusterNode {
 
   /** Carries control events between this node's bus and the other nodes' (event-relay.ts). */
   async relayEvents(bus: EventBus): Promise<void> {
-    const relay = await EventRelay.open(this.#mapConnection, `${this.#config.name}_EVENTS`, this.#config.nodeId, this.#config.replicas);
+    const relay = await EventRelay.open(this.#mapConnection, `${this.#config.name}_EVENTS`, this.#config.nodeId, this.#config.replicas, this.#logger);
     bus.relayTo((event) => relay.send(event), this.#config.nodeId);
-    relay.listen((event) => bus.deliver(event));
+    await relay.listen((event) => bus.deliver(event));
     this.#stops.push(() => relay.close());
   }
 

@@ -1,4 +1,6 @@
-// Clustered mode takes up a lost node's unfinished work: an ingest job accepted (and acknowledged) by node A, which is
+// Clustered mode across failures. Control events reach a subscriber on another node across NATS server failovers,
+// none missed (each node reads the events stream with an ordered consumer). And a lost node's unfinished work is taken
+// up: an ingest job accepted (and acknowledged) by node A, which is
 // SIGKILLed while the job is still being applied, is completed by node B, which serves the same shards, once B no
 // longer hears A in the shard map. Three NATS servers and two Engram nodes, child processes on loopback. Node A's
 // embeddings endpoint (a fake on loopback) holds every request for the job's items unanswered, so the job is in flight
@@ -85,6 +87,31 @@ afterAll(async () => {
   await new Promise<void>((resolve) => embeddings.close(() => resolve()));
   fs.rmSync(root, { recursive: true, force: true });
 });
+
+it("delivers every control event of a write on one node to a subscriber on another while each NATS server fails in turn", async () => {
+  const [a, b] = nodes as [ChildServer, ChildServer];
+  const user = await succeedOn(a, "engram.v2.AuthService/CreateUser", { username: "listener" }, adminKey);
+  const key = String(user.body["api_key"]);
+  // The stream on B carries no token: B is brought to the user's creation first.
+  await succeedOn(b, "engram.v2.MemoryService/Query", { run_id: "warm-up", query: "nothing" }, key, user.token);
+  const events = listenOn(b, "engram.v2.EventsService/Subscribe", { event_types: ["entry.created"] }, key);
+  try {
+    await events.until((e) => e["type"] === "subscribed");
+    // Whichever server B's connection (or the stream's leader) is on fails once: B resumes after its last event.
+    const ids: string[] = [];
+    for (const server of [0, 1, 2]) {
+      await nats.kill(server);
+      ids.push(String((await succeedOn(a, "engram.v2.MemoryService/Remember", { session_id: "failover", content: `written while NATS server ${server} was down` }, key)).body["entry_id"]));
+      await nats.restart(server);
+    }
+    ids.push(String((await succeedOn(a, "engram.v2.MemoryService/Remember", { session_id: "failover", content: "written once all were back" }, key)).body["entry_id"]));
+    await events.until((e) => String(e["payload"]).includes(ids[3] as string), 60_000);
+    const delivered = events.events.filter((e) => e["type"] === "entry.created").map((e) => ids.find((id) => String(e["payload"]).includes(id)));
+    expect(delivered).toEqual(ids);
+  } finally {
+    events.close();
+  }
+}, 120_000);
 
 it("completes on another node an ingest job whose node was killed while applying it", async () => {
   const [a, b] = nodes as [ChildServer, ChildServer];
