@@ -1,8 +1,9 @@
 // Clustered mode keeps every node's in-memory state in step with writes another node made: two Engram nodes over a
 // three-server NATS JetStream cluster, each a child process on loopback. A write on node A, read on node B with its
 // consistency token, must be seen there exactly as if B had made it: an access grant (and its revocation), core nodes
-// (search, and core pubsub events heard by a subscriber on B), caller vector spaces, and agent liveness (the node
-// that took an agent's last heartbeat announces its changes once; the other follows without announcing them again).
+// (search, and core pubsub events heard by a subscriber on B), caller vector spaces, an ingest job's entries (read on B
+// with the token of the answer that saw the job completed on A), and agent liveness (the first node of the owner's
+// shard announces its changes once; the other follows without announcing them again).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -128,7 +129,22 @@ it("vectors stored in a caller vector space on A are searched in that space on B
   expect(evidenceIds(answer)[0], "the entry nearest the query vector in the space written on A").toBe(ids[1]);
 });
 
-it("agent liveness is announced once, by the node that took the last heartbeat, which the other node follows", async () => {
+it("an ingest job seen completed on A answers a token with which B reads the job's entries", async () => {
+  const accepted = await call(nodeA(), "engram.v2.MemoryService/Ingest", { run_id: "jobs", items: [{ text: "The zqxingest deploy window is Tuesday." }, { text: "Rollbacks need two zqxingest approvals." }] }, alice);
+  let job = await call(nodeA(), "engram.v2.MemoryService/GetIngestJob", { job_id: accepted.body["job_id"] }, alice);
+  for (let attempt = 0; job.body["done"] !== true; attempt++) {
+    if (attempt > 300) throw new Error(`job not done: ${JSON.stringify(job.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    job = await call(nodeA(), "engram.v2.MemoryService/GetIngestJob", { job_id: accepted.body["job_id"] }, alice);
+  }
+  expect(job.body["status"]).toBe("completed");
+  // The job's entries were written by A's worker, after the Ingest call answered: the read's own token covers them.
+  expect(job.token, "a read answers the position it was read at").toMatch(/^\d+:\d+$/);
+  const read = await call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "jobs", query: "zqxingest", limit: 10 }, alice, job.token);
+  expect(evidenceIds(read)).toHaveLength(2);
+});
+
+it("agent liveness is announced once, by the first node of the shard, which the other node follows", async () => {
   const events = listen(nodeB(), "engram.v2.EventsService/Subscribe", { event_types: ["agent.*"] }, alice);
   const changes = (): { from: string; to: string; heartbeat_at: string }[] =>
     events.events.filter((e) => e["type"] === "agent.liveness_changed").map((e) => JSON.parse(String(e["payload"])) as { from: string; to: string; heartbeat_at: string });
@@ -136,8 +152,8 @@ it("agent liveness is announced once, by the node that took the last heartbeat, 
     await events.until((e) => e["type"] === "subscribed");
     const registered = await call(nodeA(), "engram.v2.CoordinationService/RegisterAgent", { run_id: "crew", agent_id: "watcher" }, alice);
     await events.until((e) => e["type"] === "agent.liveness_changed", IDLE_AFTER_MS + 10_000);
-    // The agent beats again on B: B announces it active, then idle and gone as that heartbeat ages. A heard the
-    // heartbeat: it neither announces the agent gone by the registration's age nor repeats B's announcements.
+    // The agent beats again on B. A, the first node of the shard, announces it active again once it has applied the
+    // heartbeat, then idle and gone as that heartbeat ages (not gone by the registration's age); B announces nothing.
     const beat = await call(nodeB(), "engram.v2.CoordinationService/AgentHeartbeat", { run_id: "crew", agent_id: "watcher" }, alice, merge(usersToken, registered.token));
     const heartbeatAt = Date.parse(String((beat.body["agent"] as JsonObject)["heartbeat_at"]));
     await events.until((e) => e["type"] === "agent.liveness_changed" && String(e["payload"]).includes('"to":"gone"'), GONE_AFTER_MS + 10_000);

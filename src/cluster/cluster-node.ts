@@ -218,6 +218,11 @@ export class ClusterNode {
     return result;
   }
 
+  /** The position of `shard` this node's reads reflect, 0 when it does not serve it. */
+  readsReflect(shard: number): number {
+    return this.#replicas.get(shard)?.heard ?? 0;
+  }
+
   /**
    * Read-your-writes: resolves once this node has applied every position of `token` it serves, or throws
    * ReplicaBehind after the configured wait.

@@ -120,6 +120,11 @@ export class ShardReplica {
     this.#heard = appliedSequence(storage, shard);
   }
 
+  /** The last position applied here that reads may rely on (the indexes heard it too). */
+  get heard(): number {
+    return this.#heard;
+  }
+
   /** Applies the shard's commands after the last one this store applied; each accepted or skipped as everywhere. */
   apply(upTo?: number): Promise<number> {
     return this.#applyTurn(() => this.#catchUp(upTo)).then((applied) => {

@@ -1,7 +1,7 @@
 // Opens each authenticated call's write scope (whose data it writes: storage/write-scope.ts) and, in clustered mode,
 // does what the cluster asks of a call: it is forwarded when this node does not serve its caller's shard, it waits
 // for the consistency token it carries, and its answer carries the token of what it wrote.
-import { Code, ConnectError, type Interceptor, type Transport, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamResponse, type Transport, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { isAdmin, principalKey } from "../../auth/principal.js";
 import { currentWriteScope, inWriteScope } from "../../storage/write-scope.js";
@@ -44,7 +44,9 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
       const shard = cluster.shardOf({ owner });
       if (!cluster.serves(shard)) {
         if (req.header.get(FORWARDED_HEADER) !== null) throw unavailable(`node ${cluster.nodeId} does not serve shard ${shard} either (the shard map is changing); retry`);
-        if (req.stream) throw unavailable(`streaming calls of shard ${shard} must be made to a node that serves it`);
+        // Server streams are forwarded like unary calls (over HTTP/1.1, as Connect carries them); a client or
+        // bidirectional stream must be made to a node of the shard.
+        if (req.stream && req.method.methodKind !== "server_streaming") throw unavailable(`client streams of shard ${shard} must be made to a node that serves it`);
         const urls = cluster.nodesServing(shard);
         if (urls.length === 0) throw unavailable(`no node serving shard ${shard} is in the shard map`);
         // A node the map still lists may be down: the next one is tried.
@@ -57,7 +59,7 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
             transports.set(url, transport);
           }
           try {
-            return await forward(transport, req, cluster.nodeId);
+            return req.stream ? await forwardStream(transport, req, cluster.nodeId) : await forward(transport, req, cluster.nodeId);
           } catch (e: unknown) {
             if (!(e instanceof ConnectError) || e.code !== Code.Unavailable) throw e;
             failure = e;
@@ -71,8 +73,15 @@ export function clusterInterceptor(cluster: ClusterNode | undefined): Intercepto
     return inWriteScope(owner, async () => {
       try {
         const res = await next(req);
-        const written = currentWriteScope()?.written;
-        if (written !== undefined && written.size > 0) res.header.set(CONSISTENCY_TOKEN_HEADER, formatToken(written));
+        if (cluster !== undefined) {
+          // A write answers with the positions it wrote at. Engram design: any other answer carries the position of
+          // the caller's shard it was read at, so that a client passing on the last token it got never reads older
+          // state on another node (the results of an ingest job it saw done, say).
+          const written = currentWriteScope()?.written;
+          const shard = cluster.shardOf({ owner });
+          const token = written !== undefined && written.size > 0 ? written : new Map([[shard, cluster.readsReflect(shard)]]);
+          if ([...token.values()].some((position) => position > 0)) res.header.set(CONSISTENCY_TOKEN_HEADER, formatToken(token));
+        }
         return res;
       } catch (e: unknown) {
         if (e instanceof ShardNotServed || e instanceof LogUnavailable) throw unavailable(e.message);
@@ -101,15 +110,27 @@ async function waitFor(cluster: ClusterNode, token: ConsistencyToken): Promise<v
   }
 }
 
-async function forward(transport: Transport, req: UnaryRequest, nodeId: string): Promise<UnaryResponse> {
+/** The headers a call keeps when forwarded, and who forwarded it. */
+function forwardedHeaders(req: UnaryRequest | StreamRequest, nodeId: string): Headers {
   const header = new Headers();
   for (const name of FORWARDED_REQUEST_HEADERS) {
     const value = req.header.get(name);
     if (value !== null) header.set(name, value);
   }
   header.set(FORWARDED_HEADER, nodeId);
-  const res = await transport.unary(req.method, req.signal, undefined, header, req.message, req.contextValues);
+  return header;
+}
+
+async function forward(transport: Transport, req: UnaryRequest, nodeId: string): Promise<UnaryResponse> {
+  const res = await transport.unary(req.method, req.signal, undefined, forwardedHeaders(req, nodeId), req.message, req.contextValues);
   return { ...res, service: req.service, method: req.method } as UnaryResponse;
+}
+
+/** A server stream, relayed message by message from the node that serves it; cancelled with the caller's call. */
+async function forwardStream(transport: Transport, req: StreamRequest, nodeId: string): Promise<StreamResponse> {
+  const method = req.method as Parameters<Transport["stream"]>[0];
+  const res = await transport.stream(method, req.signal, undefined, forwardedHeaders(req, nodeId), req.message, req.contextValues);
+  return { ...res, service: req.service, method: req.method } as StreamResponse;
 }
 
 function unavailable(message: string): ConnectError {
