@@ -7,7 +7,7 @@
 // the caller; background work opens one for the owner it works for.
 import fs from "node:fs";
 import path from "node:path";
-import { Kvm, type KV } from "@nats-io/kv";
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { setSequenceStrides, type ReplayedWrite, type SequenceStride, type Storage } from "../storage/database.js";
 import { currentWriteScope, type WriteScope } from "../storage/write-scope.js";
@@ -56,8 +56,11 @@ export class ClusterNode {
   readonly #replicas: ReadonlyMap<number, ShardReplica>;
   /** The shard map as last read: node id → announcement (a handful of nodes). */
   readonly #nodes = new Map<string, NodeAnnouncement>();
-  /** When each other node's announcement was last heard (this process's clock: no skew between machines). */
-  readonly #heardAt = new Map<string, number>();
+  /**
+   * When each other node's announcement was last seen to change, and its revision then (this process's clock: no skew
+   * between machines).
+   */
+  readonly #heardAt = new Map<string, { readonly at: number; readonly revision: number }>();
   /** Nodes not heard within the node timeout: not forwarded to until they announce again. */
   readonly #gone = new Set<string>();
   readonly #peerLeftListeners: (() => void)[] = [];
@@ -273,41 +276,57 @@ export class ClusterNode {
   }
 
   async #watchShardMap(): Promise<void> {
+    // The watch finds nodes as they join and leave; each beat also reads every known node's entry directly, since a
+    // watch can stall for a long while when its NATS server is lost, and a stalled watch must not make nodes look gone.
     const watcher = await this.#shardMap.watch({ key: "node.>" });
     this.#stops.push(() => watcher.stop());
     void (async () => {
-      for await (const change of watcher) {
-        const id = change.key.slice("node.".length);
-        if (id === this.#config.nodeId) continue;
-        if (change.operation !== "PUT") {
-          this.#peerLeft(id, "left the shard map");
-          this.#nodes.delete(id);
-          this.#heardAt.delete(id);
-          continue;
-        }
-        try {
-          this.#nodes.set(id, parseAnnouncement(change.string()));
-          this.#heardAt.set(id, performance.now());
-          if (this.#gone.delete(id)) this.#logger.info({ node: id }, "cluster node heard again");
-        } catch (e: unknown) {
-          this.#logger.warn({ node: id, err: e }, "shard map entry ignored");
-        }
-      }
-    })();
+      for await (const change of watcher) this.#heard(change.key.slice("node.".length), change);
+    })().catch((e: unknown) => this.#logger.warn({ err: e }, "shard map watch ended; beats still read the known nodes"));
     // Each node refreshes its announcement four times per timeout, and looks for the nodes it has not heard from.
     const every = Math.max(250, Math.floor(this.#config.nodeTimeoutMs / 4));
+    let beating = false;
     const timer = setInterval(() => {
-      this.#announce().catch((e: unknown) => this.#logger.warn({ err: e }, "cluster announcement not refreshed; the next beat tries again"));
-      const now = performance.now();
-      for (const [id, heard] of this.#heardAt) {
-        if (now - heard > this.#config.nodeTimeoutMs && !this.#gone.has(id)) {
-          this.#gone.add(id);
-          this.#peerLeft(id, `not heard for ${this.#config.nodeTimeoutMs} ms`);
-        }
-      }
+      if (beating) return;
+      beating = true;
+      this.#beat()
+        .catch((e: unknown) => this.#logger.warn({ err: e }, "cluster announcement not refreshed; the next beat tries again"))
+        .finally(() => (beating = false));
     }, every);
     timer.unref();
     this.#stops.push(() => clearInterval(timer));
+  }
+
+  async #beat(): Promise<void> {
+    await this.#announce();
+    for (const id of [...this.#nodes.keys()]) this.#heard(id, await this.#shardMap.get(`node.${id}`));
+    const now = performance.now();
+    for (const [id, { at }] of this.#heardAt) {
+      if (now - at > this.#config.nodeTimeoutMs && !this.#gone.has(id)) {
+        this.#gone.add(id);
+        this.#peerLeft(id, `not heard for ${this.#config.nodeTimeoutMs} ms`);
+      }
+    }
+  }
+
+  /** A node's shard map entry as read (watched, or got): a new revision is a sign of life; none, of departure. */
+  #heard(id: string, entry: KvEntry | null): void {
+    if (id === this.#config.nodeId) return;
+    if (entry === null || entry.operation !== "PUT") {
+      if (!this.#nodes.has(id)) return;
+      this.#peerLeft(id, "left the shard map");
+      this.#nodes.delete(id);
+      this.#heardAt.delete(id);
+      return;
+    }
+    if (this.#heardAt.get(id)?.revision === entry.revision) return;
+    try {
+      this.#nodes.set(id, parseAnnouncement(entry.string()));
+      this.#heardAt.set(id, { at: performance.now(), revision: entry.revision });
+      if (this.#gone.delete(id)) this.#logger.info({ node: id }, "cluster node heard again");
+    } catch (e: unknown) {
+      this.#logger.warn({ node: id, err: e }, "shard map entry ignored");
+    }
   }
 
   /** A node left: when it served one of this node's shards, the listeners take up its unfinished work. */
