@@ -1,7 +1,7 @@
 // The one path by which entries are stored: prepare (embed, postings), commit durably, index, announce.
 import type { EventBus } from "../events/event-bus.js";
 import type { Metrics } from "../platform/metrics.js";
-import type { EntryStore, NewEntry, PreparedEntry, WrittenEntry } from "../storage/entry-store.js";
+import { seqOfEntryId, type EntryStore, type NewEntry, type PreparedEntry, type WrittenEntry } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
 
@@ -37,6 +37,18 @@ export class EntryWriter {
     const written = await this.#entries.append(prepared);
     this.committed(written, prepared, source);
     return written;
+  }
+
+  /**
+   * Whether stored entries are searchable here. Clustered, a command another node computed is in this store a moment
+   * before its entries are indexed (they are, once its commit is done): an entry the store holds and the index does
+   * not yet is not. One the store no longer holds (deleted since) does not hold anything back.
+   */
+  searchable(ids: readonly string[]): boolean {
+    return ids.every((id) => {
+      const seq = seqOfEntryId(id);
+      return seq === undefined || this.#index.catalog.has(seq) || this.#entries.get(seq) === undefined;
+    });
   }
 
   /** After a commit made elsewhere (an ingest job's transaction): index, count and announce the entries. */

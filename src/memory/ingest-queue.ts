@@ -218,7 +218,9 @@ export class IngestQueue {
     if (job === undefined || !canRead(job)) return undefined;
     const applying = this.#applying;
     if (job.status === "queued" && applying?.jobId === jobId) return { ...job, status: "running", startedAt: applying.startedAt };
-    if (jobId !== this.#indexing || job.status !== "completed") return job;
+    if (job.status !== "completed") return job;
+    // Being indexed here: committed by this node's worker, or (clustered) replayed from another node's.
+    if (jobId !== this.#indexing && this.#writer.searchable(job.traces.map((t) => t.recordId))) return job;
     return { ...job, status: "running", finishedAt: 0, entryCount: 0, traces: [] };
   }
 
