@@ -92,7 +92,7 @@ export class SnapshotStore {
     const reader = result.data.getReader();
     try {
       for (;;) {
-        const { done, value } = await reader.read();
+        const { done, value } = await readWithin(reader, CHUNK_STALL_MS, name);
         if (done) break;
         if (!out.write(value)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
       }
@@ -110,6 +110,27 @@ export class SnapshotStore {
 
   async close(): Promise<void> {
     await this.#connection.drain();
+  }
+}
+
+/**
+ * A chunk not read within this long ends the restore (and the caller reads again): a snapshot replaced while it is
+ * read has its chunks purged under the reader, which then waits for ever.
+ */
+const CHUNK_STALL_MS = 15_000;
+
+async function readWithin<T>(reader: ReadableStreamDefaultReader<T>, ms: number, name: string): Promise<{ done: boolean; value?: T }> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`snapshot ${name}: no chunk arrived within ${ms} ms (replaced while read?)`)), ms);
+  });
+  try {
+    return await Promise.race([reader.read(), stalled]);
+  } catch (e: unknown) {
+    void reader.cancel().catch(() => undefined);
+    throw e;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
