@@ -451,7 +451,9 @@ async function main() {
   // 5. Catch-up of a fresh node.
   await stopServer(standalone);
   const final = positions.token();
-  const stream = (await nats.streamState())?.ENGRAM_LOG;
+  // The log is one stream per shard (ENGRAM_LOG_<shard>): summed.
+  const streams = Object.entries((await nats.streamState()) ?? {}).filter(([name]) => /^ENGRAM_LOG_\d+$/.test(name));
+  const stream = streams.length === 0 ? undefined : { messages: streams.reduce((n, [, s]) => n + (s.messages ?? 0), 0), bytes: streams.reduce((n, [, s]) => n + (s.bytes ?? 0), 0) };
   log(`catch-up: a fresh node applies the log (${stream?.messages ?? "?"} commands, ${round((stream?.bytes ?? NaN) / 2 ** 20, 0)} MiB)…`);
   let late;
   {

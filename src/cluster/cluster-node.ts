@@ -101,6 +101,7 @@ export class ClusterNode {
     let snapshots: SnapshotStore | undefined;
     try {
       mapConnection = await connect({ servers: [...config.natsUrls], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+      warnOfOldServer(mapConnection.info?.version, logger);
       const kvm = new Kvm(mapConnection);
       const shardMap = await createRetrying(() => kvm.create(shardMapBucket(config), { replicas: config.replicas, history: 1 }));
       snapshots = await SnapshotStore.open({ servers: config.natsUrls, replicas: config.replicas, bucket: `${config.name.toLowerCase()}-snapshots` });
@@ -353,6 +354,19 @@ export class ClusterNode {
     await this.#snapshots.close();
     await this.#mapConnection.close();
     await this.#log.close();
+  }
+}
+
+/**
+ * nats-server before 2.9.21 replays a purge filtered to one subject, on a server restarted after it, as a purge of
+ * every subject (nats-io/nats-server#4196). The log never purges that way (a stream per shard), but the snapshots'
+ * object store does when a snapshot is replaced: a restarted server may then lose a snapshot, which a joining node
+ * detects by its digest and cannot start from until the next snapshot is taken.
+ */
+function warnOfOldServer(version: string | undefined, logger: Logger): void {
+  const [major = 0, minor = 0, patch = 0] = (version ?? "").split(".").map((part) => Number.parseInt(part, 10) || 0);
+  if (major === 2 && (minor < 9 || (minor === 9 && patch < 21))) {
+    logger.warn({ nats_server: version }, "nats-server before 2.9.21 can lose snapshots on a restarted server (nats-io/nats-server#4196); upgrade when you can");
   }
 }
 

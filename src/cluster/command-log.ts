@@ -1,7 +1,12 @@
-// The replicated log of clustered mode (issue 15): one JetStream stream, file storage, three replicas (Raft in the
-// NATS servers: no consensus of our own), whose subjects are the shards, `<prefix>.<shard>`. A command appended is
-// acknowledged only once JetStream has it on a quorum of replicas, so it survives the loss of one server; each Engram
-// node reads the shards it serves in stream order and applies them (shard-applier.ts).
+// The replicated log of clustered mode (issue 15): one JetStream stream per shard (`<prefix>_<shard>`, subject
+// `<prefix>.<shard>`), file storage, three replicas (Raft in the NATS servers: no consensus of our own). A command
+// appended is acknowledged only once JetStream has it on a quorum of replicas, so it survives the loss of one server;
+// each Engram node reads the shards it serves in stream order and applies them (shard-applier.ts).
+//
+// One stream per shard, not one for all: trimming a shard then purges its whole stream up to a position, never a
+// purge filtered to one subject, which nats-server before 2.9.21 replays on a restarted server as a purge of every
+// subject (nats-io/nats-server#4196: a node behind would silently miss other shards' commands). Each shard's
+// truncation mark is the one message of its subject in `<prefix>_MARKS`.
 //
 // Appends are idempotent: each carries an id, and JetStream drops a repeat of an id within its duplicate window, so a
 // client that lost the acknowledgement (a server killed mid-publish) appends again and the command is stored once.
@@ -13,7 +18,7 @@ import { jetstream, jetstreamManager, DeliverPolicy, StorageType, type JetStream
 export interface CommandLogOptions {
   /** NATS server URLs (any of the cluster's; the client fails over between them). */
   readonly servers: readonly string[];
-  /** The stream's name and its subjects' prefix. */
+  /** The prefix of the streams' names and subjects. */
   readonly stream?: string;
   readonly replicas?: number;
   /** How long JetStream remembers append ids to drop repeats, in ms. */
@@ -21,7 +26,7 @@ export interface CommandLogOptions {
 }
 
 export interface LoggedCommand {
-  /** The command's position in the whole stream: the consistency token a write returns. */
+  /** The command's position in its shard's stream: the consistency token a write returns. */
   readonly sequence: number;
   readonly shard: number;
   readonly data: Uint8Array;
@@ -69,13 +74,18 @@ export class CommandLog {
   readonly #connection: NatsConnection;
   readonly #client: JetStreamClient;
   readonly #manager: JetStreamManager;
+  /** The prefix of every stream's name and subjects. */
   readonly #stream: string;
+  readonly #options: { readonly replicas: number; readonly duplicateWindowMs: number };
+  /** Each shard's stream, made sure of once. */
+  readonly #shardStreams = new Map<number, Promise<string>>();
 
-  private constructor(connection: NatsConnection, client: JetStreamClient, manager: JetStreamManager, stream: string) {
+  private constructor(connection: NatsConnection, client: JetStreamClient, manager: JetStreamManager, stream: string, options: { readonly replicas: number; readonly duplicateWindowMs: number }) {
     this.#connection = connection;
     this.#client = client;
     this.#manager = manager;
     this.#stream = stream;
+    this.#options = options;
   }
 
   /** Connects and makes sure the stream exists with its replicas (creating it is idempotent across nodes). */
@@ -84,15 +94,9 @@ export class CommandLog {
     const connection = await connect({ servers: [...options.servers], maxReconnectAttempts: -1, reconnectTimeWait: 250 });
     try {
       const manager = await streamManager(connection);
-      const config = {
-        name: stream,
-        subjects: [`${stream}.*`],
-        storage: StorageType.File,
-        num_replicas: options.replicas ?? 3,
-        duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
-      };
-      await ensureStream(manager, config);
-      return new CommandLog(connection, jetstream(connection), manager, stream);
+      const replicas = options.replicas ?? 3;
+      await ensureStream(manager, { name: `${stream}_MARKS`, subjects: [`${stream}.truncated.*`], storage: StorageType.File, num_replicas: replicas, max_msgs_per_subject: 1 });
+      return new CommandLog(connection, jetstream(connection), manager, stream, { replicas, duplicateWindowMs: options.duplicateWindowMs ?? 120_000 });
     } catch (e: unknown) {
       await connection.close();
       throw e;
@@ -108,12 +112,31 @@ export class CommandLog {
     return `${this.#stream}.${shard}`;
   }
 
+  /** The shard's stream, created on first use (idempotent across nodes). */
+  #streamOf(shard: number): Promise<string> {
+    let ensured = this.#shardStreams.get(shard);
+    if (ensured === undefined) {
+      const name = `${this.#stream}_${shard}`;
+      ensured = ensureStream(this.#manager, {
+        name,
+        subjects: [this.#subject(shard)],
+        storage: StorageType.File,
+        num_replicas: this.#options.replicas,
+        duplicate_window: nanos(this.#options.duplicateWindowMs),
+      }).then(() => name);
+      ensured.catch(() => this.#shardStreams.delete(shard));
+      this.#shardStreams.set(shard, ensured);
+    }
+    return ensured;
+  }
+
   /**
    * Appends a command to a shard once JetStream has it on a quorum, and returns its stream sequence. `id` makes the
    * append idempotent (a repeat returns the first one's sequence); `expectedLast` (the shard's last sequence the
    * caller has seen, 0 for none) makes it fail with ShardMovedOn if the shard has moved on.
    */
   async append(shard: number, data: Uint8Array, id: string, expectedLast?: number): Promise<number> {
+    await this.#streamOf(shard);
     try {
       const ack = await this.#client.publish(this.#subject(shard), data, {
         msgID: id,
@@ -126,16 +149,24 @@ export class CommandLog {
     }
   }
 
-  /** Whether any command was ever appended, to any shard (a trimmed log was written). */
+  /** Whether any command was ever appended to any shard (a trimmed log was written). */
   async everWritten(): Promise<boolean> {
-    const info = await createRetrying(() => this.#manager.streams.info(this.#stream));
-    return info.state.last_seq > 0;
+    const names = await createRetrying(async () => {
+      const found: string[] = [];
+      for await (const name of this.#manager.streams.names(`${this.#stream}.*`)) found.push(name);
+      return found;
+    });
+    for (const name of names) {
+      if ((await createRetrying(() => this.#manager.streams.info(name))).state.last_seq > 0) return true;
+    }
+    return false;
   }
 
   /** The sequence of a shard's last command, 0 when it has none. */
   async lastSequence(shard: number): Promise<number> {
     // null when the shard has no command; any other failure is thrown, never read as an empty shard.
-    const message = await createRetrying(() => this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#subject(shard) }));
+    const stream = await this.#streamOf(shard);
+    const message = await createRetrying(() => this.#manager.streams.getMessage(stream, { last_by_subj: this.#subject(shard) }));
     return message?.seq ?? 0;
   }
 
@@ -148,21 +179,19 @@ export class CommandLog {
     // The shard's last command always stays: JetStream checks an append's expected last sequence against it.
     const dropTo = Math.min(upTo, (await this.lastSequence(shard)) - 1);
     if (dropTo <= (await this.truncatedUpTo(shard))) return;
+    // The marks stream keeps one message per subject: the newest mark replaces the older.
     await this.#client.publish(this.#markSubject(shard), new TextEncoder().encode(String(dropTo)));
-    await this.#manager.streams.purge(this.#stream, { filter: this.#subject(shard), seq: dropTo + 1 });
-    // Only the newest mark is needed.
-    const mark = await this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) });
-    if (mark !== null) await this.#manager.streams.purge(this.#stream, { filter: this.#markSubject(shard), seq: mark.seq });
+    await this.#manager.streams.purge(await this.#streamOf(shard), { seq: dropTo + 1 });
   }
 
   /** The position up to which the shard's commands were dropped, 0 when none were. */
   async truncatedUpTo(shard: number): Promise<number> {
-    const mark = await createRetrying(() => this.#manager.streams.getMessage(this.#stream, { last_by_subj: this.#markSubject(shard) }));
+    const mark = await createRetrying(() => this.#manager.streams.getMessage(`${this.#stream}_MARKS`, { last_by_subj: this.#markSubject(shard) }));
     return mark === null ? 0 : Number(new TextDecoder().decode(mark.data)) || 0;
   }
 
   #markSubject(shard: number): string {
-    return `${this.#stream}.truncated-${shard}`;
+    return `${this.#stream}.truncated.${shard}`;
   }
 
   /**
@@ -178,12 +207,13 @@ export class CommandLog {
       if (after < truncated) throw new LogTruncated(`shard ${shard}: the log holds only the commands after ${truncated}, the reader is at ${after}; start from a snapshot`);
     }
     let position = after;
+    const stream = await this.#streamOf(shard);
     // A short tail (a follower's usual read) is fetched message by message from the stream itself: no consumer to
     // create and delete, which can take a request timeout each while the cluster has lost a server.
     if (last - after <= SHORT_TAIL) {
       while (position < last) {
         const next = { seq: position + 1, next_by_subj: this.#subject(shard) } as unknown as { seq: number };
-        const message = await createRetrying(() => this.#manager.streams.getMessage(this.#stream, next));
+        const message = await createRetrying(() => this.#manager.streams.getMessage(stream, next));
         if (message === null || message.seq > last) return;
         position = message.seq;
         yield { sequence: message.seq, shard, data: message.data };
@@ -193,7 +223,7 @@ export class CommandLog {
     // A fetch can come back empty while the stream's leader changes (a server lost): read on from where it stopped.
     for (let emptyFetches = 0; position < last; ) {
       const start = position + 1;
-      const consumer = await createRetrying(() => this.#client.consumers.get(this.#stream, { filter_subjects: this.#subject(shard), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start }));
+      const consumer = await createRetrying(() => this.#client.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start }));
       try {
         while (position < last) {
           let got = 0;
