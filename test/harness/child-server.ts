@@ -67,7 +67,11 @@ export async function startChild(env: Record<string, string>): Promise<ChildServ
     } catch {
       // not listening yet
     }
-    if (attempt > 600) throw new Error(`server did not become ready: ${err}`);
+    if (attempt > 600) {
+      // A child left running would outlive the test (and hold its ports and store).
+      child.kill("SIGKILL");
+      throw new Error(`server did not become ready: ${err}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
