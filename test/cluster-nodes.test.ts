@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
 import { collectStream, grpcStream } from "./harness/callers.js";
+import { listenOn } from "./harness/cluster-calls.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 import { Storage } from "../src/storage/database.js";
@@ -194,6 +195,20 @@ it("forwards a call for a shard a node does not serve to one that does, over Con
     });
     expect(rest.status).toBe(200);
     expect(((await rest.json()) as { evidence: { id: string }[] }).evidence.map((e) => e.id)).toContain(String(wrote.body["entry_id"]));
+  }
+  // A server stream of the other shard is forwarded too: over gRPC, a subscriber on the partial node hears the events
+  // of a write made on node 0.
+  const [otherShard, other] = [...byShard].find(([shard]) => shard !== 1) as [number, { key: string; token: string }];
+  const events = listenOn(partial, "engram.v2.EventsService/Subscribe", { run_id: "streamed" }, other.key);
+  try {
+    await events.until((e) => e["type"] === "subscribed").catch((e: unknown) => {
+      throw new Error(`${String(e)}\n${partial.stdout().slice(-3000)}\n${partial.stderr().slice(-2000)}`);
+    });
+    const wrote = await succeed(node0, "engram.v2.MemoryService/Remember", { session_id: "streamed", content: `Streamed from shard ${otherShard}.` }, other.key);
+    const heard = await events.until((e) => e["type"] === "entry.created");
+    expect(JSON.parse(String(heard["payload"]))).toMatchObject({ entry_id: wrote.body["entry_id"] });
+  } finally {
+    events.close();
   }
   // A malformed token is refused, naming the header.
   const bad = await call(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: "x" }, (byShard.get(1) as { key: string }).key, "not-a-token");

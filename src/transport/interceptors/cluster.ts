@@ -121,16 +121,27 @@ function forwardedHeaders(req: UnaryRequest | StreamRequest, nodeId: string): He
   return header;
 }
 
+/**
+ * The other node's answer headers this node passes on: its consistency token. The rest describe that node's own
+ * connection (HTTP/1.1 keep-alive, content type), which this node's protocol sets for itself.
+ */
+function relayedHeaders(from: Headers): Headers {
+  const header = new Headers();
+  const token = from.get(CONSISTENCY_TOKEN_HEADER);
+  if (token !== null) header.set(CONSISTENCY_TOKEN_HEADER, token);
+  return header;
+}
+
 async function forward(transport: Transport, req: UnaryRequest, nodeId: string): Promise<UnaryResponse> {
   const res = await transport.unary(req.method, req.signal, undefined, forwardedHeaders(req, nodeId), req.message, req.contextValues);
-  return { ...res, service: req.service, method: req.method } as UnaryResponse;
+  return { ...res, header: relayedHeaders(res.header), trailer: new Headers(), service: req.service, method: req.method } as UnaryResponse;
 }
 
 /** A server stream, relayed message by message from the node that serves it; cancelled with the caller's call. */
 async function forwardStream(transport: Transport, req: StreamRequest, nodeId: string): Promise<StreamResponse> {
   const method = req.method as Parameters<Transport["stream"]>[0];
   const res = await transport.stream(method, req.signal, undefined, forwardedHeaders(req, nodeId), req.message, req.contextValues);
-  return { ...res, service: req.service, method: req.method } as StreamResponse;
+  return { ...res, header: relayedHeaders(res.header), trailer: new Headers(), service: req.service, method: req.method } as StreamResponse;
 }
 
 function unavailable(message: string): ConnectError {
