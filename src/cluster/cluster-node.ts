@@ -54,7 +54,7 @@ export class ClusterNode {
   readonly #mapConnection: NatsConnection;
   readonly #shardMap: KV;
   readonly #replicas: ReadonlyMap<number, ShardReplica>;
-  /** The shard map as last read: node id → announcement (a handful of nodes). */
+  /** The shard map as last read: the other nodes' ids → announcements (a handful of nodes). */
   readonly #nodes = new Map<string, NodeAnnouncement>();
   /**
    * When each other node's announcement was last seen to change, and its revision then (this process's clock: no skew
@@ -263,7 +263,7 @@ export class ClusterNode {
 
   /** The other live nodes that serve `shard`, by URL from the shard map, in random order (forwarded calls spread out). */
   nodesServing(shard: number): string[] {
-    const candidates = [...this.#nodes].filter(([id, node]) => id !== this.#config.nodeId && !this.#gone.has(id) && node.shards.includes(shard)).map(([, node]) => node.url);
+    const candidates = [...this.#nodes].filter(([id, node]) => !this.#gone.has(id) && node.shards.includes(shard)).map(([, node]) => node.url);
     for (let i = candidates.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
       [candidates[i], candidates[j]] = [candidates[j] as string, candidates[i] as string];

@@ -8,6 +8,7 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { DiscardPolicy, RetentionPolicy, StorageType, jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { ControlEvent } from "../events/event-bus.js";
 import type { Logger } from "../platform/logger.js";
+import { wakeable } from "../platform/wakeable.js";
 import { createRetrying, ensureStream, nanos, streamManager } from "./command-log.js";
 
 /** Events kept in the stream at most: for an hour, and at most this many (the oldest go first). */
@@ -84,8 +85,6 @@ export class EventRelay {
   async listen(deliver: (event: ControlEvent) => void): Promise<void> {
     const own = `${this.#stream}.${this.#nodeId}`;
     let position = (await createRetrying(() => this.#manager.streams.info(this.#stream))).state.last_seq;
-    let reading = false;
-    let again = false;
     const readOn = async (): Promise<void> => {
       for (;;) {
         const next = { seq: position + 1, next_by_subj: `${this.#stream}.*` } as unknown as { seq: number };
@@ -97,24 +96,9 @@ export class EventRelay {
         if (event !== undefined) deliver(event);
       }
     };
-    const wake = (): void => {
-      if (reading) {
-        again = true;
-        return;
-      }
-      reading = true;
-      readOn()
-        .catch((e: unknown) => this.#logger.warn({ err: e }, "reading other nodes' events failed; the next poll reads on"))
-        .finally(() => {
-          reading = false;
-          if (again && !this.#closed) {
-            again = false;
-            wake();
-          }
-        });
-    };
-    const subscription: Subscription = this.#connection.subscribe(`${this.#stream}.*`, { callback: () => wake() });
-    const timer = setInterval(wake, POLL_MS);
+    const wake = wakeable(readOn, (e) => this.#logger.warn({ err: e }, "reading other nodes' events failed; the next poll reads on"));
+    const subscription: Subscription = this.#connection.subscribe(`${this.#stream}.*`, { callback: () => void wake() });
+    const timer = setInterval(() => void wake(), POLL_MS);
     timer.unref();
     this.#stops.push(
       () => subscription.unsubscribe(),

@@ -12,6 +12,7 @@
 // sequence can both be stored).
 import { randomUUID } from "node:crypto";
 import { Packr } from "msgpackr";
+import { wakeable } from "../platform/wakeable.js";
 import type { ReplayedWrite, SequenceStride, Storage, WriteOp } from "../storage/database.js";
 import { ShardMovedOn, type CommandLog, type LoggedCommand } from "./command-log.js";
 import { appliedSequence, catchUp } from "./shard-applier.js";
@@ -138,25 +139,11 @@ export class ShardReplica {
    * reads of the shard follows it.
    */
   follow(): () => void {
-    let running = false;
-    let again = false;
-    const wake = async (): Promise<void> => {
-      if (running) {
-        again = true;
-        return;
-      }
-      running = true;
-      try {
-        do {
-          again = false;
-          await this.apply();
-        } while (again);
-      } catch {
-        // The log unreachable for now: the next append or poll tries again.
-      } finally {
-        running = false;
-      }
-    };
+    const wake = wakeable(
+      async () => void (await this.apply()),
+      // The log unreachable for now: the next append or poll tries again.
+      () => undefined,
+    );
     // The hint can arrive before the stream has committed the command: the shard is read again a little later.
     const rechecks = new Set<NodeJS.Timeout>();
     const recheck = (): void => {
