@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import type { JsonObject } from "./harness/callers.js";
-import { listenOn, mergeTokens, succeedOn, type NodeAnswer } from "./harness/cluster-calls.js";
+import { clusterNodeEnv, listenOn, mergeTokens, succeedOn, type NodeAnswer } from "./harness/cluster-calls.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 
 const adminKey = mintApiKey("local").key;
@@ -29,38 +29,29 @@ let usersToken: string;
 
 function nodeEnv(i: number): Record<string, string> {
   return {
-    SERVICE_DATA_DIR: path.join(root, `node${i}`),
-    SERVICE_ADMIN_KEY: adminKey,
-    SERVICE_LOG_LEVEL: "warn",
+    ...clusterNodeEnv({ root, index: i, natsUrls: nats.urls, adminKey, shards: 2 }),
     SERVICE_EMBEDDER: "hashed",
     SERVICE_CORE_ALLOW_ALL: "true",
     SERVICE_CORE_ENABLE_DIRECT_SEARCH: "true",
     SERVICE_CORE_ENABLE_DIRECT_PUBSUB: "true",
     SERVICE_AGENT_IDLE_AFTER_MS: String(IDLE_AFTER_MS),
     SERVICE_AGENT_GONE_AFTER_MS: String(GONE_AFTER_MS),
-    SERVICE_CLUSTER_READ_WAIT_MS: "15000",
-    SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
-    SERVICE_CLUSTER_NODE_ID: `node${i}`,
-    SERVICE_CLUSTER_SHARD_COUNT: "2",
   };
 }
 
 const nodeA = (): ChildServer => nodes[0] as ChildServer;
 const nodeB = (): ChildServer => nodes[1] as ChildServer;
 
-const call = succeedOn;
-const merge = mergeTokens;
-const listen = listenOn;
 
 beforeAll(async () => {
   ensureBuilt();
   nats = await NatsCluster.start(3);
   nodes.push(...(await Promise.all([0, 1].map((i) => startChild(nodeEnv(i))))));
-  const created = await Promise.all(["alice", "bob"].map((username) => call(nodeA(), "engram.v2.AuthService/CreateUser", { username }, adminKey)));
+  const created = await Promise.all(["alice", "bob"].map((username) => succeedOn(nodeA(), "engram.v2.AuthService/CreateUser", { username }, adminKey)));
   [alice, bob] = created.map((c) => String(c.body["api_key"])) as [string, string];
-  usersToken = merge(...created.map((c) => c.token));
+  usersToken = mergeTokens(...created.map((c) => c.token));
   // The streams the cases open on B carry no token: B is brought to the users' creation first.
-  await call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "warm-up", query: "nothing" }, alice, usersToken);
+  await succeedOn(nodeB(), "engram.v2.MemoryService/Query", { run_id: "warm-up", query: "nothing" }, alice, usersToken);
 }, 120_000);
 
 afterAll(async () => {
@@ -72,37 +63,37 @@ afterAll(async () => {
 const evidenceIds = (answer: NodeAnswer): string[] => ((answer.body["evidence"] as JsonObject[] | undefined) ?? []).map((e) => String(e["id"]));
 
 it("a grant made on A lets its grantee read on B; its revocation on A closes the run on B again", async () => {
-  const wrote = await call(nodeA(), "engram.v2.MemoryService/Remember", { session_id: "shared", content: "The deploy key rotates every Tuesday at noon." }, alice);
+  const wrote = await succeedOn(nodeA(), "engram.v2.MemoryService/Remember", { session_id: "shared", content: "The deploy key rotates every Tuesday at noon." }, alice);
   const entryId = String(wrote.body["entry_id"]);
-  const read = (token: string): Promise<NodeAnswer> => call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "shared", query: "deploy key rotates", mode: "direct_bypass" }, bob, merge(usersToken, wrote.token, token));
+  const read = (token: string): Promise<NodeAnswer> => succeedOn(nodeB(), "engram.v2.MemoryService/Query", { run_id: "shared", query: "deploy key rotates", mode: "direct_bypass" }, bob, mergeTokens(usersToken, wrote.token, token));
   const check = async (token: string): Promise<unknown> =>
-    (await call(nodeB(), "engram.v2.CoreService/CheckPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice, merge(usersToken, token))).body["allowed"];
+    (await succeedOn(nodeB(), "engram.v2.CoreService/CheckPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice, mergeTokens(usersToken, token))).body["allowed"];
   expect(evidenceIds(await read("")), "no grant yet").not.toContain(entryId);
 
-  const granted = await call(nodeA(), "engram.v2.CoreService/GrantPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice);
+  const granted = await succeedOn(nodeA(), "engram.v2.CoreService/GrantPermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice);
   expect(await check(granted.token)).toBe(true);
   expect(evidenceIds(await read(granted.token)), "bob reads alice's run on B under the grant made on A").toContain(entryId);
 
-  const revoked = await call(nodeA(), "engram.v2.CoreService/RevokePermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice);
+  const revoked = await succeedOn(nodeA(), "engram.v2.CoreService/RevokePermission", { principal_type: "user", principal_id: "bob", run_id: "shared", permission: "read" }, alice);
   expect(await check(revoked.token)).toBe(false);
   expect(evidenceIds(await read(revoked.token)), "the revocation made on A closes the run on B").not.toContain(entryId);
 });
 
 it("core nodes written on A are searched on B, and B's core subscriber hears every write in order", async () => {
   const run = "core-run";
-  const events = listen(nodeB(), "engram.v2.CoreService/SubscribeCoreEvents", { filter_type: "all" }, alice);
+  const events = listenOn(nodeB(), "engram.v2.CoreService/SubscribeCoreEvents", { filter_type: "all" }, alice);
   try {
     await events.until((e) => e["type"] === "subscribed");
     const search = async (token: string): Promise<string[]> =>
-      ((await call(nodeB(), "engram.v2.CoreService/SearchNodes", { query_text: "orbital rockets launch", run_id: run }, alice, merge(usersToken, token))).body["results"] as JsonObject[]).map((r) => String(r["node_id"]));
+      ((await succeedOn(nodeB(), "engram.v2.CoreService/SearchNodes", { query_text: "orbital rockets launch", run_id: run }, alice, mergeTokens(usersToken, token))).body["results"] as JsonObject[]).map((r) => String(r["node_id"]));
 
-    const inserted = await call(nodeA(), "engram.v2.CoreService/InsertNode", { run_id: run, text: "Orbital rockets launch at dawn.", metadata_json: "{}" }, alice);
+    const inserted = await succeedOn(nodeA(), "engram.v2.CoreService/InsertNode", { run_id: run, text: "Orbital rockets launch at dawn.", metadata_json: "{}" }, alice);
     const nodeId = String(inserted.body["node_id"]);
     expect(await search(inserted.token), "a node inserted on A is found by search on B").toContain(nodeId);
-    const updated = await call(nodeA(), "engram.v2.CoreService/InsertNode", { node_id: nodeId, text: "Orbital rockets launch at dusk.", metadata_json: '{"v":2}' }, alice);
-    const pad = await call(nodeA(), "engram.v2.CoreService/WriteScratchpad", { session_id: "pad", content: "a note for the crew" }, alice);
-    const deleted = await call(nodeA(), "engram.v2.CoreService/DeleteNode", { id: nodeId }, alice);
-    expect(await search(merge(updated.token, pad.token, deleted.token)), "a node deleted on A leaves search on B").not.toContain(nodeId);
+    const updated = await succeedOn(nodeA(), "engram.v2.CoreService/InsertNode", { node_id: nodeId, text: "Orbital rockets launch at dusk.", metadata_json: '{"v":2}' }, alice);
+    const pad = await succeedOn(nodeA(), "engram.v2.CoreService/WriteScratchpad", { session_id: "pad", content: "a note for the crew" }, alice);
+    const deleted = await succeedOn(nodeA(), "engram.v2.CoreService/DeleteNode", { id: nodeId }, alice);
+    expect(await search(mergeTokens(updated.token, pad.token, deleted.token)), "a node deleted on A leaves search on B").not.toContain(nodeId);
 
     await events.until((e) => e["type"] === "node.deleted");
     const heard = events.events.filter((e) => e["type"] !== "subscribed");
@@ -120,41 +111,41 @@ it("core nodes written on A are searched on B, and B's core subscriber hears eve
 it("vectors stored in a caller vector space on A are searched in that space on B", async () => {
   const vec = (seed: number): number[] => Array.from({ length: 8 }, (_, i) => Math.sin((i + 1) * 12.9898 + seed * 78.233));
   const texts = ["Otters hold hands while they sleep.", "Glaciers carve valleys.", "Bees dance to share directions."];
-  const batch = await call(nodeA(), "engram.v2.MemoryService/BatchInsert", { run_id: "spaces", items: texts.map((text, i) => ({ text, vector_space: "small", embedding: vec(i) })) }, alice);
+  const batch = await succeedOn(nodeA(), "engram.v2.MemoryService/BatchInsert", { run_id: "spaces", items: texts.map((text, i) => ({ text, vector_space: "small", embedding: vec(i) })) }, alice);
   const ids = batch.body["entry_ids"] as string[];
   expect(ids).toHaveLength(3);
   // A query word no entry holds: only the space's vectors can rank.
   const near = vec(1).map((x, i) => x + 0.01 * Math.cos(i));
-  const answer = await call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "spaces", query: "zqxvjk", vector_space: "small", embedding: near }, alice, merge(usersToken, batch.token));
+  const answer = await succeedOn(nodeB(), "engram.v2.MemoryService/Query", { run_id: "spaces", query: "zqxvjk", vector_space: "small", embedding: near }, alice, mergeTokens(usersToken, batch.token));
   expect(evidenceIds(answer)[0], "the entry nearest the query vector in the space written on A").toBe(ids[1]);
 });
 
 it("an ingest job seen completed on A answers a token with which B reads the job's entries", async () => {
-  const accepted = await call(nodeA(), "engram.v2.MemoryService/Ingest", { run_id: "jobs", items: [{ text: "The zqxingest deploy window is Tuesday." }, { text: "Rollbacks need two zqxingest approvals." }] }, alice);
-  let job = await call(nodeA(), "engram.v2.MemoryService/GetIngestJob", { job_id: accepted.body["job_id"] }, alice);
+  const accepted = await succeedOn(nodeA(), "engram.v2.MemoryService/Ingest", { run_id: "jobs", items: [{ text: "The zqxingest deploy window is Tuesday." }, { text: "Rollbacks need two zqxingest approvals." }] }, alice);
+  let job = await succeedOn(nodeA(), "engram.v2.MemoryService/GetIngestJob", { job_id: accepted.body["job_id"] }, alice);
   for (let attempt = 0; job.body["done"] !== true; attempt++) {
     if (attempt > 300) throw new Error(`job not done: ${JSON.stringify(job.body)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    job = await call(nodeA(), "engram.v2.MemoryService/GetIngestJob", { job_id: accepted.body["job_id"] }, alice);
+    job = await succeedOn(nodeA(), "engram.v2.MemoryService/GetIngestJob", { job_id: accepted.body["job_id"] }, alice);
   }
   expect(job.body["status"]).toBe("completed");
   // The job's entries were written by A's worker, after the Ingest call answered: the read's own token covers them.
   expect(job.token, "a read answers the position it was read at").toMatch(/^\d+:\d+$/);
-  const read = await call(nodeB(), "engram.v2.MemoryService/Query", { run_id: "jobs", query: "zqxingest", limit: 10 }, alice, job.token);
+  const read = await succeedOn(nodeB(), "engram.v2.MemoryService/Query", { run_id: "jobs", query: "zqxingest", limit: 10 }, alice, job.token);
   expect(evidenceIds(read)).toHaveLength(2);
 });
 
 it("agent liveness is announced once, by the first node of the shard, which the other node follows", async () => {
-  const events = listen(nodeB(), "engram.v2.EventsService/Subscribe", { event_types: ["agent.*"] }, alice);
+  const events = listenOn(nodeB(), "engram.v2.EventsService/Subscribe", { event_types: ["agent.*"] }, alice);
   const changes = (): { from: string; to: string; heartbeat_at: string }[] =>
     events.events.filter((e) => e["type"] === "agent.liveness_changed").map((e) => JSON.parse(String(e["payload"])) as { from: string; to: string; heartbeat_at: string });
   try {
     await events.until((e) => e["type"] === "subscribed");
-    const registered = await call(nodeA(), "engram.v2.CoordinationService/RegisterAgent", { run_id: "crew", agent_id: "watcher" }, alice);
+    const registered = await succeedOn(nodeA(), "engram.v2.CoordinationService/RegisterAgent", { run_id: "crew", agent_id: "watcher" }, alice);
     await events.until((e) => e["type"] === "agent.liveness_changed", IDLE_AFTER_MS + 10_000);
     // The agent beats again on B. A, the first node of the shard, announces it active again once it has applied the
     // heartbeat, then idle and gone as that heartbeat ages (not gone by the registration's age); B announces nothing.
-    const beat = await call(nodeB(), "engram.v2.CoordinationService/AgentHeartbeat", { run_id: "crew", agent_id: "watcher" }, alice, merge(usersToken, registered.token));
+    const beat = await succeedOn(nodeB(), "engram.v2.CoordinationService/AgentHeartbeat", { run_id: "crew", agent_id: "watcher" }, alice, mergeTokens(usersToken, registered.token));
     const heartbeatAt = Date.parse(String((beat.body["agent"] as JsonObject)["heartbeat_at"]));
     await events.until((e) => e["type"] === "agent.liveness_changed" && String(e["payload"]).includes('"to":"gone"'), GONE_AFTER_MS + 10_000);
     expect(changes().map(({ from, to }) => `${from}>${to}`), JSON.stringify(events.events)).toEqual(["active>idle", "idle>active", "active>idle", "idle>gone"]);

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
-import { callNode, listenOn, mergeTokens, succeedOn } from "./harness/cluster-calls.js";
+import { callNode, clusterNodeEnv, listenOn, mergeTokens, succeedOn } from "./harness/cluster-calls.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 
@@ -42,19 +42,13 @@ function embed(text: string): number[] {
 
 function nodeEnv(i: number, endpoint: "stall" | "answer"): Record<string, string> {
   return {
-    SERVICE_DATA_DIR: path.join(root, `node${i}`),
-    SERVICE_ADMIN_KEY: adminKey,
-    SERVICE_LOG_LEVEL: "warn",
+    ...clusterNodeEnv({ root, index: i, natsUrls: nats.urls, adminKey, shards: 2 }),
     SERVICE_EMBEDDINGS_URL: `${embeddingsUrl}/${endpoint}/v1`,
     SERVICE_EMBEDDINGS_MODEL: "toy-8",
     SERVICE_EMBEDDINGS_TIMEOUT_MS: "600000",
-    SERVICE_CLUSTER_READ_WAIT_MS: "15000",
     SERVICE_CLUSTER_NODE_TIMEOUT_MS: "2000",
     SERVICE_AGENT_IDLE_AFTER_MS: String(IDLE_AFTER_MS),
     SERVICE_AGENT_GONE_AFTER_MS: "600000",
-    SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
-    SERVICE_CLUSTER_NODE_ID: `node${i}`,
-    SERVICE_CLUSTER_SHARD_COUNT: "2",
   };
 }
 

@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startChild, type ChildServer } from "./harness/child-server.js";
 import { collectStream, grpcStream } from "./harness/callers.js";
-import { listenOn } from "./harness/cluster-calls.js";
+import { TOKEN_HEADER, callNode, clusterNodeEnv, listenOn, mergeTokens, succeedOn, type NodeAnswer } from "./harness/cluster-calls.js";
 import { NatsCluster } from "./harness/nats-cluster.js";
 import { mintApiKey } from "../src/auth/api-key.js";
 import { Storage } from "../src/storage/database.js";
@@ -23,7 +23,6 @@ import { SnapshotStore } from "../src/cluster/shard-snapshots.js";
 
 const adminKey = mintApiKey("local").key;
 const SHARDS = 3;
-const TOKEN = "engram-consistency-token";
 
 let nats: NatsCluster;
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "engram-cluster-nodes-"));
@@ -31,17 +30,11 @@ const nodes: (ChildServer | undefined)[] = [];
 
 function nodeEnv(i: number, shards?: string): Record<string, string> {
   return {
-    SERVICE_DATA_DIR: path.join(root, `node${i}`),
-    SERVICE_ADMIN_KEY: adminKey,
-    SERVICE_LOG_LEVEL: "warn",
+    ...clusterNodeEnv({ root, index: i, natsUrls: nats.urls, adminKey, shards: SHARDS }),
     SERVICE_EMBEDDER: "hashed",
     SERVICE_CORE_ENABLE_DIRECT_SEARCH: "true",
     SERVICE_CORE_ALLOW_ALL: "true",
-    SERVICE_CLUSTER_READ_WAIT_MS: "15000",
     SERVICE_CLUSTER_SNAPSHOT_INTERVAL_MS: "1000",
-    SERVICE_CLUSTER_NATS_URL: nats.urls.join(","),
-    SERVICE_CLUSTER_NODE_ID: `node${i}`,
-    SERVICE_CLUSTER_SHARD_COUNT: String(SHARDS),
     ...(shards === undefined ? {} : { SERVICE_CLUSTER_SHARDS: shards }),
   };
 }
@@ -52,46 +45,8 @@ async function startNode(i: number, shards?: string): Promise<ChildServer> {
   return child;
 }
 
-interface Answer {
-  readonly status: number;
-  readonly body: Record<string, unknown>;
-  readonly token: string | null;
-}
 
-/** Calls a method with Connect's JSON encoding, as any HTTP client can. */
-async function call(node: ChildServer, rpc: string, request: object, key: string, token?: string): Promise<Answer> {
-  const res = await fetch(`${node.baseUrl}/${rpc}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${key}`, ...(token === undefined ? {} : { [TOKEN]: token }) },
-    body: JSON.stringify(request),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown>, token: res.headers.get(TOKEN) };
-}
-
-/**
- * Calls and expects success. A node that cannot reach the log in time answers `unavailable` (503) and says to retry,
- * which a client does; anything else fails the test.
- */
-async function succeed(node: ChildServer, rpc: string, request: object, key: string, token?: string): Promise<Answer> {
-  let answer = await call(node, rpc, request, key, token);
-  for (let retry = 0; answer.status === 503 && retry < 3; retry++) answer = await call(node, rpc, request, key, token);
-  expect(answer.status, `${rpc} on ${node.baseUrl}: ${JSON.stringify(answer.body)}\n${answer.status === 200 ? "" : node.stdout().slice(-3000)}`).toBe(200);
-  return answer;
-}
-
-/** The highest position per shard of several tokens: a read carrying it waits for all of them. */
-function mergeTokens(tokens: readonly string[]): string {
-  const merged = new Map<string, number>();
-  for (const token of tokens) {
-    for (const part of token.split(",")) {
-      const [shard, sequence] = part.split(":") as [string, string];
-      merged.set(shard, Math.max(Number(sequence), merged.get(shard) ?? 0));
-    }
-  }
-  return [...merged].map(([shard, sequence]) => `${shard}:${sequence}`).join(",");
-}
-
-function evidenceIds(answer: Answer): string[] {
+function evidenceIds(answer: NodeAnswer): string[] {
   return ((answer.body["evidence"] as { id: string }[] | undefined) ?? []).map((e) => e.id);
 }
 
@@ -150,19 +105,19 @@ it("delivers a control event of a write on one node to a subscriber on another, 
   const keys: string[] = [];
   let token = "";
   for (const name of ["gamma", "delta"]) {
-    const created = await succeed(node0, "engram.v2.AuthService/CreateUser", { username: name }, adminKey);
+    const created = await succeedOn(node0, "engram.v2.AuthService/CreateUser", { username: name }, adminKey);
     keys.push(String(created.body["api_key"]));
-    token = mergeTokens([token, created.token as string].filter((t) => t !== ""));
+    token = mergeTokens(token, created.token);
   }
   // Node 1 knows both keys once it has applied their creation.
-  await succeed(node1, "engram.v2.MemoryService/Query", { run_id: "e", query: "nothing" }, keys[0] as string, token);
+  await succeedOn(node1, "engram.v2.MemoryService/Query", { run_id: "e", query: "nothing" }, keys[0] as string, token);
   const stream = grpcStream(Number(new URL(node1.baseUrl).port), "engram.v2.EventsService/Subscribe", { run_id: "e1", event_types: ["entry.*"] }, keys[0] as string);
   const { received, next } = collectStream(stream);
   await next(1);
   expect(received[0]).toMatchObject({ type: "subscribed", run_id: "e1" });
   // Another owner's write to a run of the same name, then the subscriber's own: only the latter reaches it.
-  await succeed(node0, "engram.v2.MemoryService/Remember", { session_id: "e1", content: "another owner's fact" }, keys[1] as string);
-  const own = await succeed(node0, "engram.v2.MemoryService/Remember", { session_id: "e1", content: "the subscriber's own fact" }, keys[0] as string);
+  await succeedOn(node0, "engram.v2.MemoryService/Remember", { session_id: "e1", content: "another owner's fact" }, keys[1] as string);
+  const own = await succeedOn(node0, "engram.v2.MemoryService/Remember", { session_id: "e1", content: "the subscriber's own fact" }, keys[0] as string);
   await next(2);
   stream.cancel();
   expect(received[1]).toMatchObject({ type: "entry.created", run_id: "e1" });
@@ -176,21 +131,21 @@ it("forwards a call for a shard a node does not serve to one that does, over Con
   const partial = await startNode(4, "1");
   const byShard = new Map<number, { key: string; token: string }>();
   for (let i = 0; byShard.size < 2 && i < 12; i++) {
-    const created = await succeed(node0, "engram.v2.AuthService/CreateUser", { username: `fwd${i}` }, adminKey);
+    const created = await succeedOn(node0, "engram.v2.AuthService/CreateUser", { username: `fwd${i}` }, adminKey);
     const shard = 1 + (Number(created.body["user_id"]) % SHARDS);
     if (shard === 1 ? !byShard.has(1) : ![...byShard.keys()].some((s) => s !== 1)) byShard.set(shard, { key: String(created.body["api_key"]), token: created.token as string });
   }
   expect(byShard.size).toBe(2);
   for (const [shard, { key, token }] of byShard) {
     const marker = `fwd${shard}q`;
-    const wrote = await succeed(partial, "engram.v2.MemoryService/Remember", { session_id: "f", content: `A fact with the marker ${marker}.` }, key, token);
+    const wrote = await succeedOn(partial, "engram.v2.MemoryService/Remember", { session_id: "f", content: `A fact with the marker ${marker}.` }, key, token);
     expect(wrote.token, `shard ${shard}`).toMatch(new RegExp(`^${shard}:\\d+$`));
-    const read = await succeed(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: marker, mode: "direct_bypass" }, key, wrote.token as string);
+    const read = await succeedOn(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: marker, mode: "direct_bypass" }, key, wrote.token as string);
     expect(evidenceIds(read)).toContain(String(wrote.body["entry_id"]));
     // The HTTP/JSON gateway's calls go the same way.
     const rest = await fetch(`${partial.baseUrl}/v2/control/query`, {
       method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", [TOKEN]: wrote.token as string },
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", [TOKEN_HEADER]: wrote.token as string },
       body: JSON.stringify({ run_id: "f", query: marker, mode: "direct_bypass" }),
     });
     expect(rest.status).toBe(200);
@@ -204,16 +159,16 @@ it("forwards a call for a shard a node does not serve to one that does, over Con
     await events.until((e) => e["type"] === "subscribed").catch((e: unknown) => {
       throw new Error(`${String(e)}\n${partial.stdout().slice(-3000)}\n${partial.stderr().slice(-2000)}`);
     });
-    const wrote = await succeed(node0, "engram.v2.MemoryService/Remember", { session_id: "streamed", content: `Streamed from shard ${otherShard}.` }, other.key);
+    const wrote = await succeedOn(node0, "engram.v2.MemoryService/Remember", { session_id: "streamed", content: `Streamed from shard ${otherShard}.` }, other.key);
     const heard = await events.until((e) => e["type"] === "entry.created");
     expect(JSON.parse(String(heard["payload"]))).toMatchObject({ entry_id: wrote.body["entry_id"] });
   } finally {
     events.close();
   }
   // A malformed token is refused, naming the header.
-  const bad = await call(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: "x" }, (byShard.get(1) as { key: string }).key, "not-a-token");
+  const bad = await callNode(partial, "engram.v2.MemoryService/Query", { run_id: "f", query: "x" }, (byShard.get(1) as { key: string }).key, "not-a-token");
   expect(bad.status).toBe(400);
-  expect(String(bad.body["message"])).toContain(TOKEN);
+  expect(String(bad.body["message"])).toContain(TOKEN_HEADER);
 }, 90_000);
 
 /** The kinds of write the load mixes, in turn; seven, prime to the number of tenants, so that each writes every kind. */
@@ -239,13 +194,13 @@ interface LoadStep {
 }
 
 /** A write's consistency token, which every write answers with. */
-function tokenOf(answer: Answer): string {
+function tokenOf(answer: NodeAnswer): string {
   expect(answer.token, "a write answers with its consistency token").toMatch(/^\d+:\d+$/);
   return answer.token as string;
 }
 
 /** Calls until `done` holds of the answer, for at most `ms`: how a client follows a background job. */
-async function until(what: string, attempt: () => Promise<Answer>, done: (answer: Answer) => boolean, ms = 30_000): Promise<Answer> {
+async function until(what: string, attempt: () => Promise<NodeAnswer>, done: (answer: NodeAnswer) => boolean, ms = 30_000): Promise<NodeAnswer> {
   const deadline = Date.now() + ms;
   for (;;) {
     const answer = await attempt();
@@ -263,10 +218,10 @@ const WRITES: Record<Kind, (step: LoadStep) => Promise<{ readonly token: string;
   async remember({ writer, reader, key, tenant, n, marker }) {
     // The run the deletion below removes (tenant 1's) or keeps (tenant 0's); the other kinds write to work runs.
     const run = `run-${tenant}`;
-    const wrote = await succeed(writer, "engram.v2.MemoryService/Remember", { session_id: run, content: `Fact number ${n} carries the marker ${marker}.` }, key);
+    const wrote = await succeedOn(writer, "engram.v2.MemoryService/Remember", { session_id: run, content: `Fact number ${n} carries the marker ${marker}.` }, key);
     const token = tokenOf(wrote);
     const id = String(wrote.body["entry_id"]);
-    const read = await succeed(reader, "engram.v2.MemoryService/Query", { run_id: run, query: marker, mode: "direct_bypass" }, key, token);
+    const read = await succeedOn(reader, "engram.v2.MemoryService/Query", { run_id: run, query: marker, mode: "direct_bypass" }, key, token);
     expect(evidenceIds(read), `write ${n} (remember) read on another node with its token`).toContain(id);
     return { token, written: [{ kind: "remember", tenant, marker, id }] };
   },
@@ -276,18 +231,18 @@ const WRITES: Record<Kind, (step: LoadStep) => Promise<{ readonly token: string;
     const markers = [1, 2, 3].map((k) => `${marker}i${k}`);
     const items = markers.map((item, k) => ({ item_id: item, entry_type: "fact", text: `Item ${k} of ingest job ${n} carries the marker ${item}.` }));
     // The idempotency key makes a retry after `unavailable` return the first job instead of queuing another.
-    const accepted = await succeed(writer, "engram.v2.MemoryService/Ingest", { run_id: run, idempotency_key: marker, items }, key);
+    const accepted = await succeedOn(writer, "engram.v2.MemoryService/Ingest", { run_id: run, idempotency_key: marker, items }, key);
     const token = tokenOf(accepted);
     const jobId = String(accepted.body["job_id"]);
     // The job runs in the background on the node that accepted it; its completion is followed on another node, whose
     // answer carries the token of the state it was read at: `completed` there means its entries are searchable there.
-    const job = await until(`ingest job ${jobId} of write ${n}`, () => succeed(reader, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId, run_id: run }, key, token), (a) => a.body["done"] === true);
+    const job = await until(`ingest job ${jobId} of write ${n}`, () => succeedOn(reader, "engram.v2.MemoryService/GetIngestJob", { job_id: jobId, run_id: run }, key, token), (a) => a.body["done"] === true);
     expect(job.body["status"], JSON.stringify(job.body)).toBe("completed");
     const traces = (job.body["traces"] as { item_id: string; writes?: { record_id: string }[] }[] | undefined) ?? [];
     const written = markers.map((item): Written => ({ kind: "ingest", tenant, marker: item, id: String(traces.find((t) => t.item_id === item)?.writes?.[0]?.record_id) }));
-    const seen = mergeTokens([token, job.token ?? token]);
+    const seen = mergeTokens(token, job.token);
     for (const { marker: item, id } of written) {
-      const read = await succeed(reader, "engram.v2.MemoryService/Query", { run_id: run, query: item, mode: "direct_bypass" }, key, seen);
+      const read = await succeedOn(reader, "engram.v2.MemoryService/Query", { run_id: run, query: item, mode: "direct_bypass" }, key, seen);
       expect(evidenceIds(read), `write ${n} (ingest item ${item}) read on another node once its job completed there`).toContain(id);
     }
     return { token, written };
@@ -296,10 +251,10 @@ const WRITES: Record<Kind, (step: LoadStep) => Promise<{ readonly token: string;
   async "core-node"({ writer, reader, key, tenant, n, marker }) {
     const run = `work-${tenant}`;
     const text = `Core node of write ${n} carries the marker ${marker}.`;
-    const wrote = await succeed(writer, "engram.v2.CoreService/InsertNode", { run_id: run, text, metadata_json: "{}" }, key);
+    const wrote = await succeedOn(writer, "engram.v2.CoreService/InsertNode", { run_id: run, text, metadata_json: "{}" }, key);
     const token = tokenOf(wrote);
     const id = String(wrote.body["node_id"]);
-    const read = await succeed(reader, "engram.v2.CoreService/GetNode", { id }, key, token);
+    const read = await succeedOn(reader, "engram.v2.CoreService/GetNode", { id }, key, token);
     expect(read.body["node"], `write ${n} (core node) read on another node with its token`).toMatchObject({ node_id: id, run_id: run, text });
     return { token, written: [{ kind: "core-node", tenant, marker, id }] };
   },
@@ -308,41 +263,41 @@ const WRITES: Record<Kind, (step: LoadStep) => Promise<{ readonly token: string;
     const run = `work-${tenant}`;
     // Each lesson is about a user of its own: the validation gate would merge lessons of the same words otherwise.
     const user = `user-${marker}`;
-    const wrote = await succeed(writer, "engram.v2.LearningService/Reflect", { run_id: run, user_id: user, lessons: [{ content: `Lesson of write ${n} carries the marker ${marker}.` }] }, key);
+    const wrote = await succeedOn(writer, "engram.v2.LearningService/Reflect", { run_id: run, user_id: user, lessons: [{ content: `Lesson of write ${n} carries the marker ${marker}.` }] }, key);
     const token = tokenOf(wrote);
     const decision = (wrote.body["decisions"] as { decision: string; lesson_id: string }[] | undefined)?.[0];
     expect(decision?.decision, JSON.stringify(wrote.body)).toBe("accepted");
     const id = String(decision?.lesson_id);
-    const read = await succeed(reader, "engram.v2.LearningService/ListLessons", { run_id: run, user_id: user }, key, token);
+    const read = await succeedOn(reader, "engram.v2.LearningService/ListLessons", { run_id: run, user_id: user }, key, token);
     expect(((read.body["lessons"] as { id: string }[] | undefined) ?? []).map((l) => l.id), `write ${n} (lesson) read on another node with its token`).toContain(id);
     return { token, written: [{ kind: "lesson", tenant, marker, id }] };
   },
 
   async handoff({ writer, reader, key, tenant, n, marker }) {
     const run = `work-${tenant}`;
-    const wrote = await succeed(writer, "engram.v2.CoordinationService/CreateHandoff", { run_id: run, task_id: marker, from_agent_id: "planner", to_agent_id: "builder", content: `Handoff of write ${n} carries the marker ${marker}.` }, key);
+    const wrote = await succeedOn(writer, "engram.v2.CoordinationService/CreateHandoff", { run_id: run, task_id: marker, from_agent_id: "planner", to_agent_id: "builder", content: `Handoff of write ${n} carries the marker ${marker}.` }, key);
     const token = tokenOf(wrote);
     const id = String(wrote.body["handoff_id"]);
-    const read = await succeed(reader, "engram.v2.CoordinationService/ListHandoffs", { run_id: run, limit: 200 }, key, token);
+    const read = await succeedOn(reader, "engram.v2.CoordinationService/ListHandoffs", { run_id: run, limit: 200 }, key, token);
     expect(((read.body["handoffs"] as { handoff_id: string }[] | undefined) ?? []).map((h) => h.handoff_id), `write ${n} (handoff) read on another node with its token`).toContain(id);
     return { token, written: [{ kind: "handoff", tenant, marker, id }] };
   },
 
   async project({ writer, reader, key, tenant, n, marker }) {
     const name = `project ${marker}`;
-    const wrote = await succeed(writer, "engram.v2.ResourcesService/CreateProject", { name, description: `Project of write ${n} carries the marker ${marker}.` }, key);
+    const wrote = await succeedOn(writer, "engram.v2.ResourcesService/CreateProject", { name, description: `Project of write ${n} carries the marker ${marker}.` }, key);
     const token = tokenOf(wrote);
     const id = String((wrote.body["project"] as { project_id?: string } | undefined)?.project_id);
-    const read = await succeed(reader, "engram.v2.ResourcesService/GetProject", { project_id: id }, key, token);
+    const read = await succeedOn(reader, "engram.v2.ResourcesService/GetProject", { project_id: id }, key, token);
     expect(read.body["project"], `write ${n} (project) read on another node with its token`).toMatchObject({ project_id: id, name });
     return { token, written: [{ kind: "project", tenant, marker, id }] };
   },
 
   async grant({ writer, reader, key, tenant, n, marker }) {
     const grant = { principal_type: "agent", principal_id: `agent-${marker}`, run_id: `work-${tenant}`, permission: "read" };
-    const wrote = await succeed(writer, "engram.v2.CoreService/GrantPermission", grant, key);
+    const wrote = await succeedOn(writer, "engram.v2.CoreService/GrantPermission", grant, key);
     const token = tokenOf(wrote);
-    const read = await succeed(reader, "engram.v2.CoreService/CheckPermission", grant, key, token);
+    const read = await succeedOn(reader, "engram.v2.CoreService/CheckPermission", grant, key, token);
     expect(read.body, `write ${n} (grant) read on another node with its token`).toMatchObject({ allowed: true, reason: "run_grant" });
     return { token, written: [{ kind: "grant", tenant, marker, id: grant.principal_id }] };
   },
@@ -376,7 +331,7 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
   const byShard = new Map<number, string>();
   const tokens: string[] = [];
   for (let i = 0; byShard.size < SHARDS && i < 12; i++) {
-    const created = await succeed(node0, "engram.v2.AuthService/CreateUser", { username: `load${i}` }, adminKey);
+    const created = await succeedOn(node0, "engram.v2.AuthService/CreateUser", { username: `load${i}` }, adminKey);
     tokens.push(created.token as string);
     const shard = 1 + (Number(created.body["user_id"]) % SHARDS);
     if (!byShard.has(shard)) byShard.set(shard, String(created.body["api_key"]));
@@ -384,7 +339,7 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
   expect(byShard.size).toBe(SHARDS);
   const tenants = [...byShard.values()];
   // Each tenant's key authenticates on every node once the node has applied its creation.
-  for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) await succeed(node, "engram.v2.MemoryService/Query", { run_id: "r", query: "nothing" }, tenants[0] as string, mergeTokens(tokens));
+  for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) await succeedOn(node, "engram.v2.MemoryService/Query", { run_id: "r", query: "nothing" }, tenants[0] as string, mergeTokens(...tokens));
 
   const written: Written[] = [];
   const WRITES_IN_LOAD = 60;
@@ -405,17 +360,17 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
   const [kept, gone] = [remembered(0), remembered(1)];
 
   // Owners stay apart across nodes: one tenant's fact is not found by the other in a run of the same name.
-  const other = await succeed(nodes[1] as ChildServer, "engram.v2.MemoryService/Query", { run_id: "run-1", query: gone.marker, mode: "direct_bypass" }, tenants[0] as string, mergeTokens(tokens));
+  const other = await succeedOn(nodes[1] as ChildServer, "engram.v2.MemoryService/Query", { run_id: "run-1", query: gone.marker, mode: "direct_bypass" }, tenants[0] as string, mergeTokens(...tokens));
   expect(evidenceIds(other)).not.toContain(gone.id);
 
   // A run deletion on one node reaches the others.
-  const deleted = await succeed(nodes[1] as ChildServer, "engram.v2.RunsService/DeleteRun", { run_id: "run-1" }, tenants[1] as string);
+  const deleted = await succeedOn(nodes[1] as ChildServer, "engram.v2.RunsService/DeleteRun", { run_id: "run-1" }, tenants[1] as string);
   tokens.push(deleted.token as string);
-  const everything = mergeTokens(tokens);
+  const everything = mergeTokens(...tokens);
   for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) {
-    const read = await succeed(node, "engram.v2.MemoryService/Query", { run_id: "run-1", query: gone.marker, mode: "direct_bypass" }, tenants[1] as string, everything);
+    const read = await succeedOn(node, "engram.v2.MemoryService/Query", { run_id: "run-1", query: gone.marker, mode: "direct_bypass" }, tenants[1] as string, everything);
     expect(evidenceIds(read), `run deleted on ${node?.baseUrl}`).toEqual([]);
-    const still = await succeed(node, "engram.v2.MemoryService/Query", { run_id: "run-0", query: kept.marker, mode: "direct_bypass" }, tenants[0] as string, everything);
+    const still = await succeedOn(node, "engram.v2.MemoryService/Query", { run_id: "run-0", query: kept.marker, mode: "direct_bypass" }, tenants[0] as string, everything);
     expect(evidenceIds(still)).toContain(kept.id);
   }
 
@@ -423,14 +378,14 @@ it("survives a NATS server and an Engram node killed mid-load: every write on ev
   await untilTrimmed();
   // A fourth node joins with an empty store: it starts from the snapshot and catches up on the log's tail.
   const late = await startNode(3);
-  await succeed(late, "engram.v2.MemoryService/Query", { run_id: "run-0", query: kept.marker }, tenants[0] as string, everything);
+  await succeedOn(late, "engram.v2.MemoryService/Query", { run_id: "run-0", query: kept.marker }, tenants[0] as string, everything);
 
   // Node 1 purges the deleted run in the background, through the log. Once it has stopped, the others are brought
   // to every position it reached (its store holds them), then stopped too.
   await nodes[1]?.kill("SIGTERM");
   nodes[1] = undefined;
   const reached = await positionsOf(1);
-  for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) await succeed(node, "engram.v2.MemoryService/Query", { run_id: "run-0", query: kept.marker }, tenants[0] as string, reached);
+  for (const node of nodes.filter((n): n is ChildServer => n !== undefined)) await succeedOn(node, "engram.v2.MemoryService/Query", { run_id: "run-0", query: kept.marker }, tenants[0] as string, reached);
   for (const [i, node] of nodes.entries()) {
     await node?.kill("SIGTERM");
     nodes[i] = undefined;

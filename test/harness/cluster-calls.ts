@@ -1,10 +1,28 @@
-// Calls to one Engram node of a clustered test deployment (child processes), with Connect's JSON encoding as any HTTP
+// The nodes of a clustered test deployment: their settings, and calls to one of them (child processes), with Connect's JSON encoding as any HTTP
 // client makes them, and the consistency tokens they answer with.
+import path from "node:path";
 import { expect } from "vitest";
 import type { ChildServer } from "./child-server.js";
 import { grpcStream, type JsonObject } from "./callers.js";
 
 export const TOKEN_HEADER = "engram-consistency-token";
+
+/**
+ * What every node of a clustered test needs: its own data directory (`<root>/node<i>`) and id (`node<i>`), the shared
+ * admin key, the NATS servers, quiet logs, a read wait long enough for a loaded machine, and `shards` tenant shards.
+ * Each test adds its own settings.
+ */
+export function clusterNodeEnv(node: { readonly root: string; readonly index: number; readonly natsUrls: readonly string[]; readonly adminKey: string; readonly shards: number }): Record<string, string> {
+  return {
+    SERVICE_DATA_DIR: path.join(node.root, `node${node.index}`),
+    SERVICE_ADMIN_KEY: node.adminKey,
+    SERVICE_LOG_LEVEL: "warn",
+    SERVICE_CLUSTER_NATS_URL: node.natsUrls.join(","),
+    SERVICE_CLUSTER_NODE_ID: `node${node.index}`,
+    SERVICE_CLUSTER_SHARD_COUNT: String(node.shards),
+    SERVICE_CLUSTER_READ_WAIT_MS: "15000",
+  };
+}
 
 export interface NodeAnswer {
   readonly status: number;
