@@ -1,9 +1,13 @@
-// The learning loop end to end: do lessons reflected from past runs reach the context of the next run that meets the
-// same pitfall, without crowding it with guidance for other pitfalls? Beside a baseline that retrieves raw traces of
-// all earlier runs, measured in the same invocation on the same seeded runs.
+// The learning loop end to end: do lessons reflected from past runs reach the next run that meets the same
+// pitfall — in its context at the start, and above all when it asks memory about the failure it just met (context,
+// query, diagnose) — without crowding it with guidance for other pitfalls? Beside a baseline that retrieves raw traces
+// of all earlier runs, measured in the same invocation on the same seeded runs.
 //
 // Usage: make bench-learning   (or: npx tsc -p tsconfig.build.json && node bench/learning.mjs)
-// Env:   BENCH_LEARNING_RUNS            runs replayed in each arm (default 120)
+// Env:   BENCH_LEARNING_GENERATOR       tuning | heldout | both (default both): which run generators are measured, each
+//                                       with its own arms and its own results section (`tuning`, `heldout`)
+//        BENCH_LEARNING_ABLATIONS       0 skips the loop_no_negative arm (default: run it)
+//        BENCH_LEARNING_RUNS            runs replayed in each arm (default 120)
 //        BENCH_LEARNING_SEED            generator seed (default 7); run i depends on (seed, i) only
 //        BENCH_LEARNING_PITFALL_SHARE   share of runs that meet a pitfall (default 0.7)
 //        BENCH_LEARNING_REFLECT_REPEATS timed reflects of a 200-item run (default 30, after 3 untimed)
@@ -11,47 +15,71 @@
 //        BENCH_ATTEMPTS                 tries of the latency series when other processes took > 10 % of the CPUs
 //                                       during it (default 2); the least disturbed is kept
 //        BENCH_SERVER                   compiled server entry (default dist/src/serve.js)
-// Writes bench/results/learning.json; prints a summary table to stderr. Exit status 0 when every figure was measured,
-// 2 when the learning routes are not implemented yet (the baseline arm is still measured and written), 1 on failure.
+// Writes bench/results/learning.json; prints a summary table per generator to stderr. Exit status 0 when every figure
+// was measured, 2 when the learning routes are not implemented yet or a generator is missing (what could be measured
+// is still written), 1 on failure.
 //
-// Runs come from bench/lib/agent-runs.mjs: task families with recurring pitfalls, each seen in the traces as a
-// symptom, a failed step and the fix that worked. Which pitfall a lesson, a source or a trace is about is decided from
-// its text by the generator's `classify` (pitfall-specific symptom and fix keys that occur nowhere else), so the
-// figures do not depend on how the server names or merges lessons; a lesson "fixes" pitfall P when its text is about
-// P and names P's fix.
+// Generators. `tuning` (bench/lib/agent-runs.mjs) is the one the server is tuned on. `heldout`
+// (bench/lib/agent-runs-heldout.mjs, same interface, imported only when selected) is never tuned on: its own task
+// families and pitfalls, several wordings and log formats of each symptom, little word overlap between occurrences.
+// Runs are task families with recurring pitfalls, each seen in the traces as a symptom, a failed step and the fix that
+// worked. Which pitfall a lesson, a source or a trace is about is decided from its text by the generator's `classify`
+// (pitfall-specific keys), so the figures do not depend on how the server names or merges lessons; a lesson "fixes"
+// pitfall P when its text is about P and names P's fix. Learned sources are lessons and rules: entry_type or
+// origin_entry_type `lesson`/`rule`, or retrieval_mode `lesson_overlay`/`rule_overlay`. A source about no pitfall
+// ("general") is counted, never misleading.
 //
-// Loop arm (one fresh server; one API key for every run; run_id `loop-<run>` unique per run), for each run in order:
-//   1. POST /v2/control/context {run_id, query: the task text, max_token_budget 1500}: the run is still empty, so the
-//      lessons in the block are the ones memory carries over from earlier runs. Lesson sources (entry_type `lesson`
-//      or retrieval_mode `lesson_overlay`, and rules: entry_type `rule` or `rule_overlay`, as reflect stores lessons
-//      of type `rule` as rule entries) among the first 5 sources (block order) decide a hit; learned sources anywhere
-//      in the block decide misleading guidance. Sources about no pitfall ("general") are counted, never misleading.
-//   2. The run's traces through POST /v2/control/batch_insert (entry_type `trace`, metadata {step_id}), then one POST
-//      /v2/control/step_outcome per step (the failed step with its rationale and, in 60 % of runs, a directive hint).
-//   3. POST /v2/control/reflect {run_id} with the built-in extractor; decisions are counted, lesson ids kept.
-//   4. POST /v2/control/outcome, one per run. `success` (signal 1) when the run met no pitfall, or met one and a
-//      lesson fixing it was in the top 5; those lessons are credited through `entry_ids`. Otherwise `partial`
-//      (signal 0.5): the run failed a step and recovered with the fix its reflection just learned. Not `failure`,
-//      because `reference_id` names that freshly reflected lesson, and a negative signal would punish the very lesson
-//      whose fix worked. Lessons for other pitfalls shown in the context are not credited either way.
-//   5. POST /v2/control/lessons (all pages): per pitfall, the occurrence at which one of its lessons first shows a
-//      pending promotion and first reaches scope `global`.
-//   Then the quarantine check: the most promoted pitfall lesson (scope global, else auditioning, else proposed) meets
-//   4 more runs of its pitfall in which its fix fails (outcome `failure`, signal −1, crediting it); its state is read
-//   after each, and a 5th run's context must no longer contain it. Then reflect latency: 3 untimed and 30 timed
-//   reflects, each on a fresh run of exactly 200 trace items (plus its step outcomes), on the same server (so the
-//   store holds the loop's lessons), after waiting for a quiet machine.
-// Baseline arm (another fresh server): the same runs in the same order, no reflect, no outcomes. QueryRequest takes one
-// run_id (linked runs are refused), so every run's traces go into one shared run; before each run, POST
-// /v2/control/query {run_id: shared, query: the task text, limit 5, entry_types [trace]} over the traces of all earlier
-// runs. A hit is a returned trace that shows the fix of this run's pitfall; misleading is one that shows another
-// pitfall's fix.
+// Arms, per generator, each on a fresh server, the same runs in the same order:
+//   loop              directive hints as the generator makes them, honest negative outcomes; also tracks promotions
+//                     (all lessons listed after every run), then the quarantine check and reflect latency
+//   loop_no_hints     directive_hint of every step blanked: hit rates only
+//   loop_no_negative  hints on, no negative outcomes: what negative feedback does (BENCH_LEARNING_ABLATIONS=0 skips it)
+//   baseline          raw traces of all earlier runs in one shared run, no reflect, no outcomes
+//
+// The honest agent, per run of a loop arm (one API key for every run; run_id `loop-<run>` unique per run):
+//   1. "start": POST /v2/control/context {run_id, query: the task text, max_token_budget 1500}. The run is empty, so
+//      its learned sources are what memory carries over from earlier runs.
+//   2. The run's traces through POST /v2/control/batch_insert (entry_type `trace`, metadata {step_id}): the items before
+//      the first `symptom` item (all when there is none), then, in pitfall runs, the measurements at the failure (3.),
+//      then the rest; then one POST /v2/control/step_outcome per step (the failed step with its rationale and, when
+//      hints are on and the generator gave one, a directive hint).
+//   3. At the failure (pitfall runs), `failure` = the first symptom item's text:
+//      "failure"  POST /v2/control/context {query: task + "\n" + failure, max_token_budget 1500} (the headline figure:
+//                 the moment an agent asks memory about what it just met);
+//      "query"    POST /v2/control/query {query: failure, limit 5}: the learned sources among `evidence`;
+//      "diagnose" POST /v2/control/diagnose {error_text: failure, limit 5}: `failure_lessons`.
+//   4. POST /v2/control/reflect {run_id} with the built-in extractor; decisions are counted, lesson ids kept.
+//   5. POST /v2/control/outcome: `success` (signal 1) when the run met no pitfall, or met one and a lesson fixing it was
+//      in the top 5 of any measurement of the run; those lessons are credited through `entry_ids`. Otherwise `partial`
+//      (signal 0.5) referencing the lesson its reflection just learned: the run recovered with the fix it recorded (not
+//      `failure`, which would punish the lesson whose fix worked). Then, unless negative outcomes are off, one
+//      `failure` outcome (signal −1, rationale "A recalled lesson did not apply to this failure") naming in `entry_ids`
+//      every surfaced learned source (any block or list of this run) about another pitfall than the run's (in a clean
+//      run: about any pitfall), when there is one.
+// Figures per measurement point: hit@5 from the 2nd occurrence of a pitfall on (a fixing lesson among the first 5
+// learned sources in block order for context, among the 5 returned for query and diagnose), by occurrence; misleading
+// (context: a learned source about another pitfall anywhere in the block; query, diagnose: among the 5 returned), from
+// another family; for context, blocks without any learned source. `lesson_hit_rate` is the failure-context figure;
+// `any` is a fix in the top 5 of any point. After the loop: `wrongly_quarantined`, pitfall lessons in promotion state
+// `quarantined` (no fix fails during the loop, so each is a lesson punished for being surfaced elsewhere).
+// Quarantine check (loop arm): the most promoted pitfall lesson (scope global, else auditioning, else proposed) meets 4
+// more runs of its pitfall in which its fix fails (outcome `failure`, signal −1, crediting it); its state is read after
+// each, and a 5th run's context must no longer contain it. Reflect latency (loop arm): 3 untimed and 30 timed reflects,
+// each on a fresh run of exactly 200 trace items (plus its step outcomes), on the same server (so the store holds the
+// loop's lessons), after waiting for a quiet machine.
+// Baseline: QueryRequest takes one run_id (linked runs are refused), so every run's traces go into one shared run;
+// POST /v2/control/query {run_id: shared, limit 5, entry_types [trace]} over the traces of all earlier runs, "start"
+// with the task text and, in pitfall runs, "failure" with the failure text; then the run's traces are written. A hit
+// is a returned trace that shows the fix of this run's pitfall; misleading is one that shows another pitfall's fix.
+import fs from "node:fs";
 import path from "node:path";
 import { ApiError, implemented, post, round, summarize } from "./lib/api.mjs";
-import { FAMILIES, PITFALLS, checkVocabulary, classify, generateRuns, pitfallById, pitfallRun, reflectRun } from "./lib/agent-runs.mjs";
 import { interferenceMonitor, machine, waitQuietMachine, writeResults } from "./lib/machine.mjs";
 import { ROOT, mintAdminKey, removeDir, startServer, tempDir } from "./lib/server.mjs";
 
+const GENERATOR_MODULES = { tuning: "./lib/agent-runs.mjs", heldout: "./lib/agent-runs-heldout.mjs" };
+const GENERATOR_CHOICE = process.env.BENCH_LEARNING_GENERATOR ?? "both";
+const ABLATIONS = process.env.BENCH_LEARNING_ABLATIONS !== "0";
 const RUNS = Number(process.env.BENCH_LEARNING_RUNS ?? 120);
 const SEED = Number(process.env.BENCH_LEARNING_SEED ?? 7);
 const PITFALL_SHARE = Number(process.env.BENCH_LEARNING_PITFALL_SHARE ?? 0.7);
@@ -70,34 +98,73 @@ const LIST_PAGE = 500;
 const LESSONS_LISTED = 60;
 const AGENT = "bench-agent";
 const BASELINE_RUN = "baseline-shared";
+const NEGATIVE_RATIONALE = "A recalled lesson did not apply to this failure";
 /** Run i's events happen an hour after run i−1's, five seconds apart within the run. */
 const T0 = 1_714_000_000;
-const TARGETS = { lesson_hit_rate_min: 0.9, misleading_guidance_rate_max: 0.05, reflect_p99_ms_max: 200 };
-const LOOP_ROUTES = ["/v2/control/batch_insert", "/v2/control/context", "/v2/control/step_outcome", "/v2/control/reflect", "/v2/control/outcome", "/v2/control/lessons"];
+const COMMON_TARGETS = { misleading_context_max: 0.05, misleading_query_max: 0.05, misleading_diagnose_max: 0.1, reflect_p99_ms_max: 200, wrongly_quarantined_max: 0, no_hints_hit_rate_min: 0.65 };
+const TARGETS = {
+  // Today's targets on the tuning generator (hit rate at the start context too), plus the held-out set.
+  tuning: { lesson_hit_rate_min: 0.9, start_lesson_hit_rate_min: 0.9, ...COMMON_TARGETS },
+  heldout: { lesson_hit_rate_min: 0.85, ...COMMON_TARGETS },
+};
+const POINTS = ["start", "failure", "query", "diagnose"];
+const LOOP_ROUTES = ["/v2/control/batch_insert", "/v2/control/context", "/v2/control/query", "/v2/control/diagnose", "/v2/control/step_outcome", "/v2/control/reflect", "/v2/control/outcome", "/v2/control/lessons"];
 const BASELINE_ROUTES = ["/v2/control/batch_insert", "/v2/control/query"];
 
 const log = (msg) => process.stderr.write(`[learning ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const rate = (n, d) => (d > 0 ? round(n / d, 4) : null);
 const count = (map, key) => (map[key] = (map[key] ?? 0) + 1);
 
-/** Classifying lesson texts is the bench's hot loop (every listing, every run): memoised by text. */
-const classified = new Map();
-function about(text) {
-  let c = classified.get(text);
-  if (!c) classified.set(text, (c = classify(text)));
-  return c;
+/**
+ * One generator module with its classifier memoised by text (classifying lesson texts is the bench's hot loop: every
+ * listing, every run).
+ */
+function generatorOf(name, mod) {
+  const classified = new Map();
+  return {
+    name,
+    mod,
+    about(text) {
+      let c = classified.get(text);
+      if (!c) classified.set(text, (c = mod.classify(text)));
+      return c;
+    },
+    familyOf: (pitfallId) => mod.pitfallById(pitfallId).family,
+  };
 }
 
-/** Writes a run's trace items through the synchronous bulk write (durable and searchable on answer). */
-async function writeTraces(server, runId, run, t0) {
-  const items = run.items.map((item, i) => ({
-    item_id: `${run.id}-${i}`,
+/** Imported when selected: the held-out generator may not exist yet. */
+async function loadGenerator(name) {
+  const url = new URL(GENERATOR_MODULES[name], import.meta.url);
+  if (!fs.existsSync(url)) return { name, missing: `${GENERATOR_MODULES[name]} not found` };
+  return generatorOf(name, await import(url.href));
+}
+
+/** A run with the directive hint of every step blanked (harmless when the generator already did). */
+const withoutHints = (run) => ({ ...run, steps: run.steps.map((s) => ({ ...s, directive_hint: "" })) });
+
+/** The generator's runs, numbered by occurrence of their pitfall; hints blanked when `hints` is false. */
+function prepareRuns(g, hints) {
+  const runs = g.mod.generateRuns({ seed: SEED, count: RUNS, pitfallShare: PITFALL_SHARE, hints });
+  const seen = new Map();
+  return runs.map((run) => {
+    if (run.pitfall) seen.set(run.pitfall, (seen.get(run.pitfall) ?? 0) + 1);
+    const numbered = { ...run, occurrence: run.pitfall ? seen.get(run.pitfall) : 0 };
+    return hints ? numbered : withoutHints(numbered);
+  });
+}
+
+/** Writes a run's items from index `first` on through the synchronous bulk write (durable and searchable on answer). */
+async function writeTraces(server, runId, run, t0, items = run.items, first = 0) {
+  if (items.length === 0) return;
+  const batch = items.map((item, i) => ({
+    item_id: `${run.id}-${first + i}`,
     text: item.text,
     entry_type: "trace",
     metadata_json: JSON.stringify({ step_id: item.step_id }),
-    occurrence_time: t0 + i * 5,
+    occurrence_time: t0 + (first + i) * 5,
   }));
-  const res = await post(server, "/v2/control/batch_insert", { run_id: runId, items, agent_id: AGENT });
+  const res = await post(server, "/v2/control/batch_insert", { run_id: runId, items: batch, agent_id: AGENT });
   if (res.success === false) throw new Error(`batch_insert into ${runId}: ${res.message}`);
 }
 
@@ -106,21 +173,51 @@ async function recordSteps(server, runId, run) {
 }
 
 /**
- * The learned sources of a context response (lessons, and rules: reflect stores `rule` lessons as rule entries, which
- * the block puts first as active rules), with their rank in block order and what they are about.
+ * The learned sources of a context block or an evidence list (lessons, and rules: reflect stores `rule` lessons as rule
+ * entries, which the block puts first as active rules), with their rank in the list and what they are about.
  */
-function lessonSources(sources) {
+function learnedSources(g, sources) {
   const out = [];
   (sources ?? []).forEach((s, rank) => {
     const type = s.entry_type || s.origin_entry_type;
     const kind = type === "rule" || s.retrieval_mode === "rule_overlay" ? "rule" : type === "lesson" || s.retrieval_mode === "lesson_overlay" ? "lesson" : "";
-    if (kind) out.push({ id: s.id, rank, kind, ...about(s.content ?? "") });
+    if (kind) out.push({ id: s.id, rank, kind, ...g.about(s.content ?? "") });
   });
   return out;
 }
 
 async function context(server, runId, query) {
   return post(server, "/v2/control/context", { run_id: runId, query, max_token_budget: CONTEXT_BUDGET, agent_id: AGENT });
+}
+
+const labelOf = (l) => `${l.kind === "rule" ? "rule " : ""}${l.pitfall ? `${l.pitfall}${l.fix ? "" : " (no fix)"}` : "general"}`;
+
+/**
+ * One measurement point of a run: `learned` are the learned sources in answer order. A hit is a fixing lesson among the
+ * first TOP of them; misleading is a source about another pitfall anywhere in a context block (`block`), among the
+ * first TOP otherwise. Returns the row's figures and the ids to credit and to report as not applying.
+ */
+function measure(g, run, learned, { block }) {
+  const top = learned.slice(0, TOP);
+  const eligible = run.pitfall !== null && run.occurrence >= 2;
+  const fixing = run.pitfall ? top.filter((l) => l.pitfall === run.pitfall && l.fix) : [];
+  const foreignAll = learned.filter((l) => l.pitfall && l.pitfall !== run.pitfall);
+  const foreign = block ? foreignAll : foreignAll.filter((l) => top.includes(l));
+  const fixRank = run.pitfall ? learned.findIndex((l) => l.pitfall === run.pitfall && l.fix) : -1;
+  return {
+    row: {
+      lessons: learned.length,
+      top5: top.map(labelOf).join(" | "),
+      hit: eligible ? fixing.length > 0 : null,
+      hit_about: eligible ? top.some((l) => l.pitfall === run.pitfall) : null,
+      ...(block ? { hit_in_block: eligible ? fixRank >= 0 : null, rules: learned.filter((l) => l.kind === "rule").length, general: learned.filter((l) => !l.pitfall).length } : {}),
+      fix_rank: fixRank >= 0 ? fixRank + 1 : null,
+      misleading: foreign.length > 0,
+      misleading_other_family: foreign.some((l) => g.familyOf(l.pitfall) !== run.family),
+    },
+    fixing: fixing.map((l) => l.id),
+    foreign: foreignAll.map((l) => l.id),
+  };
 }
 
 /** Every stored lesson of the caller, all pages. */
@@ -153,10 +250,10 @@ const lessonState = (lesson) =>
 const promotionRank = (lesson) => (lesson.scope === "global" ? 0 : lesson.promotion_state === "auditioning" ? 1 : lesson.promotion_state === "proposed" ? 2 : 3);
 
 /** Per pitfall, notes the occurrence at which its lessons first reach each promotion milestone. */
-function trackPromotion(trackers, lessons, runIndex) {
+function trackPromotion(g, trackers, lessons, runIndex) {
   const byPitfall = new Map();
   for (const lesson of lessons) {
-    const c = about(lesson.content ?? "");
+    const c = g.about(lesson.content ?? "");
     if (!c.pitfall) continue;
     const list = byPitfall.get(c.pitfall) ?? [];
     list.push(lesson);
@@ -177,40 +274,71 @@ function trackPromotion(trackers, lessons, runIndex) {
   }
 }
 
-async function loopArm(server, runs, out) {
-  const trackers = new Map(PITFALLS.map((p) => [p.id, { occurrences: 0, first: {} }]));
+/** A response kept in a row: strings and arrays cut short, the fields every answer has dropped. */
+function trimmed(value, depth = 0) {
+  if (typeof value === "string") return value.length > 160 ? `${value.slice(0, 160)}…` : value;
+  if (Array.isArray(value)) return value.slice(0, 8).map((v) => trimmed(v, depth + 1));
+  if (value && typeof value === "object") {
+    const out = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (depth === 0 && (k === "success" || k === "outcome_id" || k === "deduplicated")) continue;
+      out[k] = depth > 3 ? "…" : trimmed(v, depth + 1);
+    }
+    return out;
+  }
+  return value;
+}
+
+/**
+ * One loop arm over `runs` (see the header). `negative`: send the honest negative outcome. `track`: list all lessons
+ * after every run to follow promotions (the main arm only). Returns the final lesson list.
+ */
+async function loopArm(server, g, runs, out, { negative, track }) {
+  const trackers = new Map(g.mod.PITFALLS.map((p) => [p.id, { occurrences: 0, first: {} }]));
   const decisions = {};
   const reflectPromotion = {};
   const rejectReasons = {};
   const outcomes = {};
-  const emptyReasons = {};
-  const contextMs = [];
-  const reflectMs = [];
-  const totals = { candidates: 0, lessons_stored: 0, degraded: 0, reflect_without_lessons: 0, credited: 0, entries_reinforced: 0, skipped_entry_ids: 0 };
+  const emptyReasons = { start: {}, failure: {} };
+  const ms = { start: [], failure: [], query: [], diagnose: [], reflect: [] };
+  const totals = { candidates: 0, lessons_stored: 0, degraded: 0, reflect_without_lessons: 0, credited: 0, entries_reinforced: 0, skipped_entry_ids: 0, negative_outcomes: 0, negative_entries_named: 0, negative_entries_reinforced: 0, negative_skipped_entry_ids: 0, pitfall_runs_without_symptom: 0 };
   const rows = [];
   out.runs = rows;
+  const timed = async (point, promise) => {
+    const t = performance.now();
+    const res = await promise();
+    ms[point].push(performance.now() - t);
+    return res;
+  };
   for (const run of runs) {
     const runId = `loop-${run.id}`;
     const tracker = run.pitfall ? trackers.get(run.pitfall) : undefined;
     if (tracker) tracker.occurrences++;
+    const t0 = T0 + run.index * 3600;
+    const measured = {};
 
-    let t = performance.now();
-    const ctx = await context(server, runId, run.task);
-    contextMs.push(performance.now() - t);
-    count(emptyReasons, ctx.empty_reason || "(none)");
-    const shown = lessonSources(ctx.sources);
-    const top = shown.filter((l) => l.rank < TOP);
-    const fixing = run.pitfall ? top.filter((l) => l.pitfall === run.pitfall && l.fix) : [];
-    const foreign = shown.filter((l) => l.pitfall && l.pitfall !== run.pitfall);
-    const eligible = run.pitfall !== null && run.occurrence >= 2;
-    if (tracker && fixing.length > 0 && !tracker.first.hit) tracker.first.hit = { occurrence: run.occurrence, after_run: run.index };
+    const start = await timed("start", () => context(server, runId, run.task));
+    count(emptyReasons.start, start.empty_reason || "(none)");
+    measured.start = measure(g, run, learnedSources(g, start.sources), { block: true });
 
-    await writeTraces(server, runId, run, T0 + run.index * 3600);
+    const firstSymptom = run.items.findIndex((item) => item.kind === "symptom");
+    const head = firstSymptom < 0 ? run.items : run.items.slice(0, firstSymptom);
+    await writeTraces(server, runId, run, t0, head, 0);
+    if (run.pitfall && firstSymptom < 0) totals.pitfall_runs_without_symptom++;
+    if (run.pitfall && firstSymptom >= 0) {
+      const failure = run.items[firstSymptom].text;
+      const ctx = await timed("failure", () => context(server, runId, `${run.task}\n${failure}`));
+      count(emptyReasons.failure, ctx.empty_reason || "(none)");
+      measured.failure = measure(g, run, learnedSources(g, ctx.sources), { block: true });
+      const queried = await timed("query", () => post(server, "/v2/control/query", { run_id: runId, query: failure, limit: TOP, agent_id: AGENT }));
+      measured.query = measure(g, run, learnedSources(g, queried.evidence), { block: false });
+      const diagnosed = await timed("diagnose", () => post(server, "/v2/control/diagnose", { run_id: runId, error_text: failure, limit: TOP }));
+      measured.diagnose = measure(g, run, learnedSources(g, diagnosed.failure_lessons), { block: false });
+      await writeTraces(server, runId, run, t0, run.items.slice(firstSymptom), firstSymptom);
+    }
     await recordSteps(server, runId, run);
 
-    t = performance.now();
-    const reflected = await post(server, "/v2/control/reflect", { run_id: runId, agent_id: AGENT });
-    reflectMs.push(performance.now() - t);
+    const reflected = await timed("reflect", () => post(server, "/v2/control/reflect", { run_id: runId, agent_id: AGENT }));
     const candidates = reflected.lessons ?? [];
     const decided = reflected.decisions ?? [];
     totals.candidates += candidates.length;
@@ -227,16 +355,17 @@ async function loopArm(server, runs, out) {
       if (d.promotion_state) count(reflectPromotion, d.promotion_state);
       if (decision === "rejected" && Object.keys(rejectReasons).length < 10) count(rejectReasons, d.reason || "(no reason)");
       const id = d.lesson_id || lesson.lesson_id;
-      if (id) produced.push({ id, decision, ...about(lesson.content ?? "") });
+      if (id) produced.push({ id, decision, ...g.about(lesson.content ?? "") });
     });
     const reference = produced.find((p) => run.pitfall && p.pitfall === run.pitfall) ?? produced[0];
 
-    const credit = [...new Set(fixing.map((l) => l.id))];
+    const points = Object.values(measured);
+    const credit = [...new Set(points.flatMap((m) => m.fixing))];
     const outcome = !run.pitfall || credit.length > 0 ? "success" : "partial";
     const rationale = !run.pitfall
       ? "the run met no failure"
       : credit.length > 0
-        ? "a lesson in the context covered the failure this run met"
+        ? "a recalled lesson covered the failure this run met"
         : "a step failed; the run recovered with the fix its reflection recorded";
     const recorded = await post(server, "/v2/control/outcome", {
       run_id: runId,
@@ -252,29 +381,37 @@ async function loopArm(server, runs, out) {
     totals.entries_reinforced += recorded.entries_reinforced ?? 0;
     totals.skipped_entry_ids += (recorded.skipped_entry_ids ?? []).length;
 
-    trackPromotion(trackers, await listLessons(server), run.index);
+    const notApplying = [...new Set(points.flatMap((m) => m.foreign))];
+    let negativeRow = null;
+    if (negative && notApplying.length > 0) {
+      const res = await post(server, "/v2/control/outcome", { run_id: runId, outcome: "failure", signal: -1, entry_ids: notApplying, rationale: NEGATIVE_RATIONALE, agent_id: AGENT });
+      count(outcomes, "failure (did not apply)");
+      totals.negative_outcomes++;
+      totals.negative_entries_named += notApplying.length;
+      totals.negative_entries_reinforced += res.entries_reinforced ?? 0;
+      totals.negative_skipped_entry_ids += (res.skipped_entry_ids ?? []).length;
+      negativeRow = { named: notApplying.length, entries_reinforced: res.entries_reinforced ?? 0, negative_response: trimmed(res) };
+    }
+
+    const anyHit = run.pitfall !== null && run.occurrence >= 2 ? points.some((m) => m.row.hit) : null;
+    if (tracker && anyHit && !tracker.first.hit) tracker.first.hit = { occurrence: run.occurrence, after_run: run.index };
+    if (track) trackPromotion(g, trackers, await listLessons(server), run.index);
     rows.push({
       run: run.id,
       family: run.family,
       pitfall: run.pitfall,
       occurrence: run.occurrence,
-      block_lessons: shown.length,
-      top5_lessons: top.map((l) => `${l.kind === "rule" ? "rule " : ""}${l.pitfall ? `${l.pitfall}${l.fix ? "" : " (no fix)"}` : "general"}`).join(" | "),
-      block_rules: shown.filter((l) => l.kind === "rule").length,
-      block_general: shown.filter((l) => !l.pitfall).length,
-      hit: eligible ? fixing.length > 0 : null,
-      hit_about: eligible ? top.some((l) => l.pitfall === run.pitfall) : null,
-      hit_in_block: eligible ? shown.some((l) => l.pitfall === run.pitfall && l.fix) : null,
-      misleading: foreign.length > 0,
-      misleading_top5: foreign.some((l) => l.rank < TOP),
-      misleading_other_family: foreign.some((l) => pitfallById(l.pitfall).family !== run.family),
+      ...Object.fromEntries(POINTS.map((p) => [p, measured[p]?.row ?? null])),
+      any_hit: anyHit,
       reflect_decisions: Object.entries(runDecisions).map(([k, v]) => `${k} ${v}`).join(", "),
-      reflect_ms: round(reflectMs.at(-1), 2),
+      reflect_ms: round(ms.reflect.at(-1), 2),
       outcome,
       reference_id: reference?.id ?? "",
       credited: credit.length,
+      not_applying: notApplying.length,
+      negative: negativeRow,
     });
-    if ((run.index + 1) % 20 === 0) log(`loop: ${run.index + 1} of ${runs.length} runs`);
+    if ((run.index + 1) % 20 === 0) log(`${g.name} ${out.arm}: ${run.index + 1} of ${runs.length} runs`);
   }
   out.figures = armFigures(rows);
   out.reflect_decisions = decisions;
@@ -283,44 +420,72 @@ async function loopArm(server, runs, out) {
   out.reflect_totals = totals;
   out.outcomes = outcomes;
   out.context_empty_reasons = emptyReasons;
-  out.context_ms = summarize(contextMs);
-  out.reflect_in_loop_ms = summarize(reflectMs);
-  out.promotion = promotionFigures(trackers);
+  out.latency_ms = Object.fromEntries(Object.entries(ms).map(([k, v]) => [k, summarize(v)]));
+  if (track) out.promotion = promotionFigures(trackers);
   const lessons = await listLessons(server);
-  out.lessons_final = summariseLessons(lessons);
+  const wrong = lessons.filter((l) => g.about(l.content ?? "").pitfall && l.promotion_state === "quarantined");
+  out.wrongly_quarantined = wrong.length;
+  out.wrongly_quarantined_lessons = wrong.slice(0, 10).map((l) => ({ id: lessonIdOf(l), about: g.about(l.content ?? "").pitfall, ...lessonState(l), content: String(l.content ?? "").slice(0, 160) }));
+  out.lessons_final = summariseLessons(g, lessons);
   return lessons;
 }
 
-/** Hit and misleading rates of one arm's rows (rows carry hit/hit_about: null when not eligible). */
-function armFigures(rows) {
-  const eligible = rows.filter((r) => r.hit !== null);
-  const hits = (subset, field = "hit") => ({ n: subset.length, hits: subset.filter((r) => r[field]).length, rate: rate(subset.filter((r) => r[field]).length, subset.length) });
-  const pitfallRuns = rows.filter((r) => r.pitfall);
-  const cleanRuns = rows.filter((r) => !r.pitfall);
-  const misleading = (subset) => ({ n: subset.length, blocks: subset.filter((r) => r.misleading).length, rate: rate(subset.filter((r) => r.misleading).length, subset.length) });
+const hitsOf = (subset, field = "hit") => ({ n: subset.length, hits: subset.filter((r) => r[field]).length, rate: rate(subset.filter((r) => r[field]).length, subset.length) });
+const shareOf = (subset, field) => ({ n: subset.length, count: subset.filter((r) => r[field]).length, rate: rate(subset.filter((r) => r[field]).length, subset.length) });
+
+/** Hit and misleading figures of one measurement point (`cells` pairs each measured row with its run's facts). */
+function pointFigures(cells) {
+  const eligible = cells.filter((c) => c.hit !== null);
+  const pitfallRuns = cells.filter((c) => c.pitfall);
+  const cleanRuns = cells.filter((c) => !c.pitfall);
   return {
-    lesson_hit_rate: hits(eligible).rate,
-    hits: hits(eligible),
+    lesson_hit_rate: hitsOf(eligible).rate,
+    hits: hitsOf(eligible),
     hit_rate_by_occurrence: {
-      second: hits(eligible.filter((r) => r.occurrence === 2)),
-      third: hits(eligible.filter((r) => r.occurrence === 3)),
-      fourth_on: hits(eligible.filter((r) => r.occurrence >= 4)),
+      second: hitsOf(eligible.filter((c) => c.occurrence === 2)),
+      third: hitsOf(eligible.filter((c) => c.occurrence === 3)),
+      fourth_on: hitsOf(eligible.filter((c) => c.occurrence >= 4)),
     },
-    hit_rate_without_fix_requirement: hits(eligible, "hit_about"),
-    ...(rows[0]?.hit_in_block === undefined ? {} : { hit_rate_anywhere_in_block: hits(eligible, "hit_in_block") }),
-    misleading_guidance_rate: misleading(rows).rate,
-    misleading: misleading(rows),
-    misleading_top5_rate: rate(rows.filter((r) => r.misleading_top5).length, rows.length),
-    misleading_in_pitfall_runs: misleading(pitfallRuns),
-    misleading_in_clean_runs: misleading(cleanRuns),
-    misleading_other_family_rate: rate(rows.filter((r) => r.misleading_other_family).length, rows.length),
-    ...(rows[0]?.block_lessons === undefined
+    hit_rate_without_fix_requirement: hitsOf(eligible, "hit_about"),
+    ...(cells[0]?.hit_in_block === undefined ? {} : { hit_rate_anywhere_in_block: hitsOf(eligible, "hit_in_block") }),
+    misleading_rate: shareOf(cells, "misleading").rate,
+    misleading: shareOf(cells, "misleading"),
+    ...(cleanRuns.length > 0 ? { misleading_in_pitfall_runs: shareOf(pitfallRuns, "misleading"), misleading_in_clean_runs: shareOf(cleanRuns, "misleading") } : {}),
+    misleading_other_family_rate: shareOf(cells, "misleading_other_family").rate,
+    ...(cells[0]?.lessons === undefined
       ? {}
       : {
-          mean_learned_sources_per_block: round(rows.reduce((a, r) => a + r.block_lessons, 0) / rows.length, 2),
-          mean_rules_per_block: round(rows.reduce((a, r) => a + r.block_rules, 0) / rows.length, 2),
-          mean_general_per_block: round(rows.reduce((a, r) => a + r.block_general, 0) / rows.length, 2),
+          mean_learned_sources: round(cells.reduce((a, c) => a + c.lessons, 0) / Math.max(1, cells.length), 2),
+          empty_of_lessons: shareOf(cells.map((c) => ({ empty: c.lessons === 0 })), "empty"),
         }),
+    ...(cells[0]?.rules === undefined
+      ? {}
+      : {
+          mean_rules: round(cells.reduce((a, c) => a + c.rules, 0) / Math.max(1, cells.length), 2),
+          mean_general: round(cells.reduce((a, c) => a + c.general, 0) / Math.max(1, cells.length), 2),
+        }),
+  };
+}
+
+/** An arm's figures: per measurement point, the headline names, and the combined "any point" hit. */
+function armFigures(rows) {
+  const points = {};
+  for (const p of POINTS) {
+    const cells = rows.filter((r) => r[p]).map((r) => ({ pitfall: r.pitfall, occurrence: r.occurrence, family: r.family, ...r[p] }));
+    if (cells.length > 0) points[p] = pointFigures(cells);
+  }
+  const anyEligible = rows.filter((r) => r.any_hit !== undefined && r.any_hit !== null);
+  return {
+    lesson_hit_rate: points.failure?.lesson_hit_rate ?? null,
+    misleading_failure_context_rate: points.failure?.misleading_rate ?? null,
+    start_lesson_hit_rate: points.start?.lesson_hit_rate ?? null,
+    start_misleading_rate: points.start?.misleading_rate ?? null,
+    query_hit_rate: points.query?.lesson_hit_rate ?? null,
+    query_misleading_rate: points.query?.misleading_rate ?? null,
+    diagnose_hit_rate: points.diagnose?.lesson_hit_rate ?? null,
+    diagnose_misleading_rate: points.diagnose?.misleading_rate ?? null,
+    ...(rows.some((r) => r.any_hit !== undefined) ? { any_hit_rate: hitsOf(anyEligible, "any_hit").rate, any_hits: hitsOf(anyEligible, "any_hit") } : {}),
+    points,
   };
 }
 
@@ -342,7 +507,7 @@ function promotionFigures(trackers) {
   };
 }
 
-function summariseLessons(lessons) {
+function summariseLessons(g, lessons) {
   const by = (key) => {
     const out = {};
     for (const l of lessons) count(out, l[key] || "(empty)");
@@ -353,11 +518,11 @@ function summariseLessons(lessons) {
     by_scope: by("scope"),
     by_promotion_state: by("promotion_state"),
     by_lesson_type: by("lesson_type"),
-    about_a_pitfall: lessons.filter((l) => about(l.content ?? "").pitfall).length,
-    naming_the_fix: lessons.filter((l) => about(l.content ?? "").fix).length,
+    about_a_pitfall: lessons.filter((l) => g.about(l.content ?? "").pitfall).length,
+    naming_the_fix: lessons.filter((l) => g.about(l.content ?? "").fix).length,
     // The most promoted and most reinforced first; the whole list can run to hundreds.
     listed: Math.min(lessons.length, LESSONS_LISTED),
-    lessons: [...lessons].sort((a, b) => promotionRank(a) - promotionRank(b) || (b.reinforcement_count ?? 0) - (a.reinforcement_count ?? 0)).slice(0, LESSONS_LISTED).map((l) => ({ id: lessonIdOf(l), about: about(l.content ?? "").pitfall, fix: about(l.content ?? "").fix, source_run_id: l.source_run_id, lesson_type: l.lesson_type, ...lessonState(l), content: String(l.content ?? "").slice(0, 160) })),
+    lessons: [...lessons].sort((a, b) => promotionRank(a) - promotionRank(b) || (b.reinforcement_count ?? 0) - (a.reinforcement_count ?? 0)).slice(0, LESSONS_LISTED).map((l) => ({ id: lessonIdOf(l), about: g.about(l.content ?? "").pitfall, fix: g.about(l.content ?? "").fix, source_run_id: l.source_run_id, lesson_type: l.lesson_type, ...lessonState(l), content: String(l.content ?? "").slice(0, 160) })),
   };
 }
 
@@ -366,17 +531,17 @@ function summariseLessons(lessons) {
  * signal −1, the lesson credited by reference and entry_ids) and checks that it ends quarantined and is missing from
  * the next context for that pitfall. These runs are not reflected: the check is about what outcomes do to a lesson.
  */
-async function quarantineCheck(server, lessons) {
-  const candidates = lessons.filter((l) => about(l.content ?? "").pitfall && about(l.content ?? "").fix).sort((a, b) => promotionRank(a) - promotionRank(b) || (b.reinforcement_count ?? 0) - (a.reinforcement_count ?? 0));
+async function quarantineCheck(server, g, lessons) {
+  const candidates = lessons.filter((l) => g.about(l.content ?? "").pitfall && g.about(l.content ?? "").fix).sort((a, b) => promotionRank(a) - promotionRank(b) || (b.reinforcement_count ?? 0) - (a.reinforcement_count ?? 0));
   const chosen = candidates[0];
   if (!chosen || promotionRank(chosen) === 3) return { status: "skipped: no pitfall lesson reached scope global or a pending promotion", met: false };
   const id = lessonIdOf(chosen);
-  const pitfall = about(chosen.content).pitfall;
-  const present = async (run, runId) => lessonSources((await context(server, runId, run.task)).sources).some((l) => l.id === id);
-  const probe = pitfallRun(SEED, QUARANTINE_RUNS, pitfall);
+  const pitfall = g.about(chosen.content).pitfall;
+  const present = async (run, runId) => learnedSources(g, (await context(server, runId, run.task)).sources).some((l) => l.id === id);
+  const probe = g.mod.pitfallRun(SEED, QUARANTINE_RUNS, pitfall, { hints: true });
   const result = { lesson_id: id, pitfall, content: String(chosen.content).slice(0, 200), before: lessonState(chosen), in_context_before: await present(probe, "quarantine-probe-before"), after_each_run: [] };
   for (let k = 0; k < QUARANTINE_RUNS; k++) {
-    const run = pitfallRun(SEED, k, pitfall, { fixFails: true });
+    const run = g.mod.pitfallRun(SEED, k, pitfall, { fixFails: true, hints: true });
     const runId = `quarantine-${k}`;
     const inContext = await present(run, runId);
     await writeTraces(server, runId, run, T0 + (RUNS + k) * 3600);
@@ -386,7 +551,7 @@ async function quarantineCheck(server, lessons) {
     result.after_each_run.push({ in_context: inContext, entries_reinforced: recorded.entries_reinforced ?? 0, skipped: (recorded.skipped_entry_ids ?? []).length, ...(lessonState(now) ?? { missing: true }) });
   }
   const last = result.after_each_run.at(-1);
-  const next = pitfallRun(SEED, QUARANTINE_RUNS + 1, pitfall);
+  const next = g.mod.pitfallRun(SEED, QUARANTINE_RUNS + 1, pitfall, { hints: true });
   result.in_next_context = await present(next, "quarantine-probe-after");
   result.quarantined = last.promotion_state === "quarantined";
   result.quarantined_after_run = result.after_each_run.findIndex((s) => s.promotion_state === "quarantined") + 1 || null;
@@ -399,12 +564,12 @@ async function quarantineCheck(server, lessons) {
  * shared machine the series is repeated (up to BENCH_ATTEMPTS times) while other processes took more than 10 % of the
  * CPUs during it; the least disturbed attempt is kept.
  */
-async function reflectLatency(server) {
+async function reflectLatency(server, g) {
   let best;
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     const quiet = await waitQuietMachine(QUIET_WAIT_MS);
     const monitor = interferenceMonitor();
-    const series = await reflectSeries(server, attempt);
+    const series = await reflectSeries(server, g, attempt);
     const interference = monitor.stop();
     const measured = { ...series, attempt, quiet_wait_ms: quiet.waited_ms, machine_quiet_before: quiet.quiet, interference };
     if (!best || interference.other_processes_cpu_share_mean < best.interference.other_processes_cpu_share_mean) best = measured;
@@ -414,12 +579,12 @@ async function reflectLatency(server) {
   return best;
 }
 
-async function reflectSeries(server, attempt) {
+async function reflectSeries(server, g, attempt) {
   const times = [];
   const lessonsPer = [];
   let degraded = 0;
   for (let i = 0; i < REFLECT_WARMUP + REFLECT_REPEATS; i++) {
-    const run = reflectRun(SEED, i, REFLECT_ITEMS);
+    const run = g.mod.reflectRun(SEED, i, REFLECT_ITEMS);
     if (run.items.length !== REFLECT_ITEMS) throw new Error(`reflect run ${i} has ${run.items.length} items`);
     const runId = `reflect-latency-${attempt}-${i}`;
     await writeTraces(server, runId, run, T0 + (RUNS + 100 + i) * 3600);
@@ -434,7 +599,7 @@ async function reflectSeries(server, attempt) {
   }
   return {
     items_per_run: REFLECT_ITEMS,
-    step_outcomes_per_run: reflectRun(SEED, 0, REFLECT_ITEMS).steps.length,
+    step_outcomes_per_run: g.mod.reflectRun(SEED, 0, REFLECT_ITEMS).steps.length,
     warmup: REFLECT_WARMUP,
     ...summarize(times),
     mean_lessons_per_reflect: round(lessonsPer.reduce((a, b) => a + b, 0) / Math.max(1, lessonsPer.length), 2),
@@ -442,31 +607,32 @@ async function reflectSeries(server, attempt) {
   };
 }
 
-async function baselineArm(server, runs, out) {
+async function baselineArm(server, g, runs, out) {
   const rows = [];
   const queryMs = [];
   out.runs = rows;
-  for (const run of runs) {
+  const ask = async (run, query) => {
     const t = performance.now();
-    const res = await post(server, "/v2/control/query", { run_id: BASELINE_RUN, query: run.task, limit: TOP, entry_types: ["trace"], agent_id: AGENT });
+    const res = await post(server, "/v2/control/query", { run_id: BASELINE_RUN, query, limit: TOP, entry_types: ["trace"], agent_id: AGENT });
     queryMs.push(performance.now() - t);
-    const top = (res.evidence ?? []).slice(0, TOP).map((e) => about(e.content ?? ""));
+    const top = (res.evidence ?? []).slice(0, TOP).map((e) => g.about(e.content ?? ""));
     const eligible = run.pitfall !== null && run.occurrence >= 2;
     const foreign = top.filter((c) => c.pitfall && c.fix && c.pitfall !== run.pitfall);
-    rows.push({
-      run: run.id,
-      family: run.family,
-      pitfall: run.pitfall,
-      occurrence: run.occurrence,
-      top5_traces: top.map((c) => (c.pitfall ? `${c.pitfall}${c.fix ? " (fix)" : ""}` : "other")).join(" | "),
+    return {
+      top5: top.map((c) => (c.pitfall ? `${c.pitfall}${c.fix ? " (fix)" : ""}` : "other")).join(" | "),
       hit: eligible ? top.some((c) => c.pitfall === run.pitfall && c.fix) : null,
       hit_about: eligible ? top.some((c) => c.pitfall === run.pitfall) : null,
       misleading: foreign.length > 0,
-      misleading_top5: foreign.length > 0,
-      misleading_other_family: foreign.some((c) => pitfallById(c.pitfall).family !== run.family),
-    });
+      misleading_other_family: foreign.some((c) => g.familyOf(c.pitfall) !== run.family),
+    };
+  };
+  for (const run of runs) {
+    const start = await ask(run, run.task);
+    const symptom = run.pitfall ? run.items.find((item) => item.kind === "symptom") : undefined;
+    const failure = symptom ? await ask(run, symptom.text) : null;
+    rows.push({ run: run.id, family: run.family, pitfall: run.pitfall, occurrence: run.occurrence, start, failure });
     await writeTraces(server, BASELINE_RUN, run, T0 + run.index * 3600);
-    if ((run.index + 1) % 40 === 0) log(`baseline: ${run.index + 1} of ${runs.length} runs`);
+    if ((run.index + 1) % 40 === 0) log(`${g.name} baseline: ${run.index + 1} of ${runs.length} runs`);
   }
   out.figures = armFigures(rows);
   out.query_ms = summarize(queryMs);
@@ -498,84 +664,158 @@ async function onFreshServer(label, routes, section, body) {
   }
 }
 
-function fmtRate(x) {
-  return typeof x === "number" ? `${(x * 100).toFixed(1)} %` : "—";
+/** Whether each target of a generator's section is met (only figures that were measured are judged). */
+function judge(section) {
+  const t = section.targets;
+  const met = {};
+  const measured = (arm) => (section[arm]?.status === "measured" ? section[arm].figures : undefined);
+  const atLeast = (x, min) => x !== null && x !== undefined && x >= min;
+  const atMost = (x, max) => x !== null && x !== undefined && x <= max;
+  const lf = measured("loop");
+  if (lf) {
+    met.lesson_hit_rate = atLeast(lf.lesson_hit_rate, t.lesson_hit_rate_min);
+    if (t.start_lesson_hit_rate_min !== undefined) met.start_lesson_hit_rate = atLeast(lf.start_lesson_hit_rate, t.start_lesson_hit_rate_min);
+    met.misleading_context = atMost(lf.start_misleading_rate, t.misleading_context_max) && atMost(lf.misleading_failure_context_rate, t.misleading_context_max);
+    met.misleading_query = atMost(lf.query_misleading_rate, t.misleading_query_max);
+    met.misleading_diagnose = atMost(lf.diagnose_misleading_rate, t.misleading_diagnose_max);
+    met.wrongly_quarantined = atMost(section.loop.wrongly_quarantined, t.wrongly_quarantined_max);
+  }
+  const nf = measured("loop_no_hints");
+  if (nf) met.no_hints_hit_rate = atLeast(nf.lesson_hit_rate, t.no_hints_hit_rate_min);
+  if (section.reflect_latency) met.reflect_p99 = section.reflect_latency.p99_ms <= t.reflect_p99_ms_max;
+  if (section.loop?.quarantine) met.quarantine = section.loop.quarantine.met;
+  return met;
 }
 
-function table(results) {
-  const { loop, baseline, reflect_latency: latency } = results;
-  const lf = loop.figures ?? {};
-  const bf = baseline.figures ?? {};
+const fmtRate = (x) => (typeof x === "number" ? `${(x * 100).toFixed(1)} %` : "—");
+const withN = (h) => (h ? `${fmtRate(h.rate)} (${h.n})` : "—");
+
+function table(section) {
+  const arms = ["loop", "loop_no_hints", "loop_no_negative", "baseline"];
+  const fig = (arm) => (section[arm]?.figures ? section[arm].figures : undefined);
+  const t = section.targets;
+  const met = section.met;
   const yes = (m) => (m === undefined ? "—" : m ? "met" : "NOT MET");
+  const perArm = (f) => arms.map((arm) => (fig(arm) ? f(fig(arm), section[arm]) : "—"));
+  const pct = (x) => `${Math.round(x * 100)} %`;
+  const occ = (p) => (f) => ["second", "third", "fourth_on"].map((k) => fmtRate(f.points[p]?.hit_rate_by_occurrence[k].rate)).join(" / ");
+  const lp = section.loop?.promotion;
+  const q = section.loop?.quarantine;
+  const lat = section.reflect_latency;
+  const neg = (f, a) => (a.reflect_totals ? `${a.reflect_totals.negative_outcomes} / ${a.reflect_totals.negative_entries_named} / ${a.reflect_totals.negative_entries_reinforced}` : "—");
   const rows = [
-    ["figure", "loop (lessons)", "baseline (raw traces)", "target", ""],
-    [`lesson hit rate: fix in top ${TOP}, 2nd occurrence on (n)`, `${fmtRate(lf.lesson_hit_rate)} (${lf.hits?.n ?? "—"})`, `${fmtRate(bf.lesson_hit_rate)} (${bf.hits?.n ?? "—"})`, `≥ ${TARGETS.lesson_hit_rate_min * 100} %`, yes(results.met.lesson_hit_rate)],
-    ["  at 2nd / 3rd / 4th+ occurrence", ["second", "third", "fourth_on"].map((k) => fmtRate(lf.hit_rate_by_occurrence?.[k].rate)).join(" / "), ["second", "third", "fourth_on"].map((k) => fmtRate(bf.hit_rate_by_occurrence?.[k].rate)).join(" / "), "", ""],
-    ["  fix anywhere in the block (not only top 5)", fmtRate(lf.hit_rate_anywhere_in_block?.rate), "", "", ""],
-    ["misleading guidance: blocks with another pitfall's lesson/fix", fmtRate(lf.misleading_guidance_rate), fmtRate(bf.misleading_guidance_rate), `≤ ${TARGETS.misleading_guidance_rate_max * 100} %`, yes(results.met.misleading_guidance_rate)],
-    ["  in pitfall runs / clean runs / from another family", `${fmtRate(lf.misleading_in_pitfall_runs?.rate)} / ${fmtRate(lf.misleading_in_clean_runs?.rate)} / ${fmtRate(lf.misleading_other_family_rate)}`, `${fmtRate(bf.misleading_in_pitfall_runs?.rate)} / ${fmtRate(bf.misleading_in_clean_runs?.rate)} / ${fmtRate(bf.misleading_other_family_rate)}`, "", ""],
-    [`reflect p50 / p99 ms, ${REFLECT_ITEMS}-item run`, latency ? `${latency.p50_ms} / ${latency.p99_ms}` : "—", "", `p99 ≤ ${TARGETS.reflect_p99_ms_max}`, yes(results.met.reflect_p99)],
-    ["pitfalls reaching global / seen ≥ 2×; median occurrences", loop.promotion ? `${loop.promotion.reached_global} / ${loop.promotion.pitfalls_seen_twice_or_more}; ${loop.promotion.occurrences_to_global_median ?? "—"}` : "—", "", "", ""],
-    ["quarantine: quarantined and gone from next context", loop.quarantine ? (loop.quarantine.status ?? `${loop.quarantine.quarantined} / ${!loop.quarantine.in_next_context}`) : "—", "", "both", yes(results.met.quarantine)],
-    ["reflect decisions (loop)", loop.reflect_decisions ? Object.entries(loop.reflect_decisions).map(([k, v]) => `${k} ${v}`).join(", ") : "—", "", "", ""],
+    ["figure", "loop", "no hints", "no negative", "baseline (raw traces)", "target", ""],
+    [`hit@${TOP}, 2nd occurrence on: failure context (n) [baseline: failure query]`, ...perArm((f) => withN(f.points.failure?.hits)), `≥ ${pct(t.lesson_hit_rate_min)}; no hints ≥ ${pct(t.no_hints_hit_rate_min)}`, `${yes(met.lesson_hit_rate)}; ${yes(met.no_hints_hit_rate)}`],
+    ["  at 2nd / 3rd / 4th+ occurrence", ...perArm(occ("failure")), "", ""],
+    [`hit@${TOP}: start context (n) [baseline: task query]`, ...perArm((f) => withN(f.points.start?.hits)), t.start_lesson_hit_rate_min !== undefined ? `≥ ${pct(t.start_lesson_hit_rate_min)}` : "", yes(met.start_lesson_hit_rate)],
+    [`hit@${TOP}: query on the failure (n)`, ...perArm((f) => withN(f.points.query?.hits)), "", ""],
+    [`hit@${TOP}: diagnose (n)`, ...perArm((f) => withN(f.points.diagnose?.hits)), "", ""],
+    [`hit@${TOP}: any point (n)`, ...perArm((f) => withN(f.any_hits)), "", ""],
+    ["misleading: start context (n)", ...perArm((f) => withN(f.points.start?.misleading)), `≤ ${pct(t.misleading_context_max)}`, yes(met.misleading_context)],
+    ["misleading: failure context (n)", ...perArm((f) => withN(f.points.failure?.misleading)), `≤ ${pct(t.misleading_context_max)}`, yes(met.misleading_context)],
+    ["misleading: query (n)", ...perArm((f) => withN(f.points.query?.misleading)), `≤ ${pct(t.misleading_query_max)}`, yes(met.misleading_query)],
+    ["misleading: diagnose (n)", ...perArm((f) => withN(f.points.diagnose?.misleading)), `≤ ${pct(t.misleading_diagnose_max)}`, yes(met.misleading_diagnose)],
+    ["misleading from another family: start / failure ctx / query / diagnose", ...perArm((f) => POINTS.map((p) => fmtRate(f.points[p]?.misleading_other_family_rate)).join(" / ")), "", ""],
+    ["blocks with no learned source: start / failure", ...perArm((f) => ["start", "failure"].map((p) => fmtRate(f.points[p]?.empty_of_lessons?.rate)).join(" / ")), "", ""],
+    ["negative outcomes / lessons named / reinforced", ...perArm(neg), "", ""],
+    ["pitfall lessons wrongly quarantined", ...perArm((f, a) => String(a.wrongly_quarantined ?? "—")), `≤ ${t.wrongly_quarantined_max}`, yes(met.wrongly_quarantined)],
+    ["pitfalls reaching global / seen ≥ 2×; median occurrences", lp ? `${lp.reached_global} / ${lp.pitfalls_seen_twice_or_more}; ${lp.occurrences_to_global_median ?? "—"}` : "—", "", "", "", "", ""],
+    ["quarantine: quarantined and gone from next context", q ? (q.status ?? `${q.quarantined} / ${!q.in_next_context}`) : "—", "", "", "", "both", yes(met.quarantine)],
+    [`reflect p50 / p99 ms, ${REFLECT_ITEMS}-item run`, lat ? `${lat.p50_ms} / ${lat.p99_ms}` : "—", "", "", "", `p99 ≤ ${t.reflect_p99_ms_max}`, yes(met.reflect_p99)],
+    ["reflect decisions", ...perArm((f, a) => (a.reflect_decisions ? Object.entries(a.reflect_decisions).map(([k, v]) => `${k} ${v}`).join(", ") : "—")), "", ""],
   ];
   const lines = rows.map((r) => `| ${r.join(" | ")} |`);
-  lines.splice(1, 0, "|---|---|---|---|---|");
+  lines.splice(1, 0, "|---|---|---|---|---|---|---|");
   return lines.join("\n");
 }
 
-async function main() {
-  const problems = checkVocabulary();
-  if (problems.length > 0) throw new Error(`generator vocabulary is ambiguous:\n${problems.join("\n")}`);
-  const runs = generateRuns({ seed: SEED, count: RUNS, pitfallShare: PITFALL_SHARE });
-  const seen = new Map();
-  for (const run of runs) {
-    if (run.pitfall) seen.set(run.pitfall, (seen.get(run.pitfall) ?? 0) + 1);
-    run.occurrence = run.pitfall ? seen.get(run.pitfall) : 0;
+/** Measures one generator: its arms in order, each on a fresh server; the section is written after every arm. */
+async function measureGenerator(g, section, save) {
+  const problems = g.mod.checkVocabulary();
+  if (problems.length > 0) {
+    section.status = "failed";
+    section.error = `generator vocabulary is ambiguous:\n${problems.join("\n")}`;
+    log(`${g.name}: ${problems.length} vocabulary problems`);
+    return;
   }
+  const runs = prepareRuns(g, true);
+  const runsNoHints = prepareRuns(g, false);
+  const occurrences = {};
+  for (const run of runs) if (run.pitfall) occurrences[run.pitfall] = run.occurrence;
+  section.generator = {
+    module: GENERATOR_MODULES[g.name],
+    families: g.mod.FAMILIES.length,
+    pitfalls: g.mod.PITFALLS.length,
+    pitfall_runs: runs.filter((r) => r.pitfall).length,
+    clean_runs: runs.filter((r) => !r.pitfall).length,
+    runs_meeting_a_seen_pitfall: runs.filter((r) => r.occurrence >= 2).length,
+    runs_with_a_directive_hint: runs.filter((r) => r.steps.some((s) => s.directive_hint)).length,
+    mean_trace_items: round(runs.reduce((s, r) => s + r.items.length, 0) / Math.max(1, runs.length), 1),
+    occurrences,
+    ...(typeof g.mod.overlapReport === "function" ? { overlap: g.mod.overlapReport() } : {}),
+  };
+  log(`${g.name}: ${runs.length} runs, ${section.generator.pitfall_runs} meet a pitfall (${section.generator.runs_meeting_a_seen_pitfall} one seen before)`);
+
+  const loopArmOf = (arm, armRuns, options) =>
+    onFreshServer(`${g.name}-${arm}`, LOOP_ROUTES, section[arm], async (server) => {
+      const lessons = await loopArm(server, g, armRuns, section[arm], options);
+      if (!options.track) return;
+      log(`${g.name} ${arm}: quarantine check`);
+      section[arm].quarantine = await quarantineCheck(server, g, lessons);
+      log(`${g.name} ${arm}: reflect latency`);
+      section.reflect_latency = await reflectLatency(server, g);
+    });
+  section.loop = { arm: "loop", status: "not run", hints: true, negative_outcomes: true };
+  await loopArmOf("loop", runs, { negative: true, track: true });
+  save();
+  section.loop_no_hints = { arm: "loop_no_hints", status: "not run", hints: false, negative_outcomes: true };
+  await loopArmOf("loop_no_hints", runsNoHints, { negative: true, track: false });
+  save();
+  if (ABLATIONS) {
+    section.loop_no_negative = { arm: "loop_no_negative", status: "not run", hints: true, negative_outcomes: false };
+    await loopArmOf("loop_no_negative", runs, { negative: false, track: false });
+    save();
+  }
+  section.baseline = { arm: "baseline", status: "not run", method: `POST /v2/control/query over one shared run "${BASELINE_RUN}" holding every earlier run's traces, limit ${TOP}, entry_types [trace]; with the task text, and with the failure text in pitfall runs` };
+  await onFreshServer(`${g.name}-baseline`, BASELINE_ROUTES, section.baseline, (server) => baselineArm(server, g, runs, section.baseline));
+
+  // A failed arm still reports what its finished runs show.
+  for (const arm of ["loop", "loop_no_hints", "loop_no_negative", "baseline"]) if (section[arm]?.runs?.length && !section[arm].figures) section[arm].figures = armFigures(section[arm].runs);
+  section.met = judge(section);
+  section.status = "measured";
+}
+
+async function main() {
+  const names = GENERATOR_CHOICE === "both" ? ["tuning", "heldout"] : [GENERATOR_CHOICE];
+  for (const name of names) if (!GENERATOR_MODULES[name]) throw new Error(`BENCH_LEARNING_GENERATOR must be tuning, heldout or both, not ${GENERATOR_CHOICE}`);
   const results = {
     benchmark: "learning",
     machine: machine(),
-    parameters: { runs: RUNS, seed: SEED, pitfall_share: PITFALL_SHARE, top_k: TOP, context_max_token_budget: CONTEXT_BUDGET, reflect_items: REFLECT_ITEMS, reflect_repeats: REFLECT_REPEATS, reflect_warmup: REFLECT_WARMUP, quarantine_runs: QUARANTINE_RUNS, agent_id: AGENT },
-    generator: {
-      families: FAMILIES.length,
-      pitfalls: PITFALLS.length,
-      pitfall_runs: runs.filter((r) => r.pitfall).length,
-      clean_runs: runs.filter((r) => !r.pitfall).length,
-      runs_meeting_a_seen_pitfall: runs.filter((r) => r.occurrence >= 2).length,
-      mean_trace_items: round(runs.reduce((s, r) => s + r.items.length, 0) / Math.max(1, runs.length), 1),
-      occurrences: Object.fromEntries(seen),
-    },
-    targets: TARGETS,
-    met: {},
-    loop: { status: "not run" },
-    baseline: { status: "not run", method: `POST /v2/control/query over one shared run "${BASELINE_RUN}" holding every earlier run's traces, limit ${TOP}, entry_types [trace]` },
-    reflect_latency: null,
+    parameters: { generators: names, ablations: ABLATIONS, runs: RUNS, seed: SEED, pitfall_share: PITFALL_SHARE, top_k: TOP, context_max_token_budget: CONTEXT_BUDGET, reflect_items: REFLECT_ITEMS, reflect_repeats: REFLECT_REPEATS, reflect_warmup: REFLECT_WARMUP, quarantine_runs: QUARANTINE_RUNS, agent_id: AGENT, negative_rationale: NEGATIVE_RATIONALE },
   };
-
-  log(`${runs.length} runs, ${results.generator.pitfall_runs} meet a pitfall (${results.generator.runs_meeting_a_seen_pitfall} one seen before)`);
-  await onFreshServer("loop", LOOP_ROUTES, results.loop, async (server) => {
-    const lessons = await loopArm(server, runs, results.loop);
-    log("loop: quarantine check");
-    results.loop.quarantine = await quarantineCheck(server, lessons);
-    log("loop: reflect latency");
-    results.reflect_latency = await reflectLatency(server);
-  });
-  writeResults("learning.json", results);
-  await onFreshServer("baseline", BASELINE_ROUTES, results.baseline, (server) => baselineArm(server, runs, results.baseline));
-
-  // A failed arm still reports what its finished runs show.
-  for (const arm of [results.loop, results.baseline]) if (arm.runs?.length && !arm.figures) arm.figures = armFigures(arm.runs);
-  const lf = results.loop.status === "measured" ? results.loop.figures : undefined;
-  if (lf) {
-    results.met.lesson_hit_rate = lf.lesson_hit_rate !== null && lf.lesson_hit_rate >= TARGETS.lesson_hit_rate_min;
-    results.met.misleading_guidance_rate = lf.misleading_guidance_rate !== null && lf.misleading_guidance_rate <= TARGETS.misleading_guidance_rate_max;
+  for (const name of names) results[name] = { status: "not run", targets: TARGETS[name], met: {} };
+  const save = () => writeResults("learning.json", results);
+  for (const name of names) {
+    const section = results[name];
+    const g = await loadGenerator(name);
+    if (g.missing) {
+      section.status = `generator not available: ${g.missing}`;
+      log(`${name}: ${section.status}`);
+      continue;
+    }
+    await measureGenerator(g, section, save);
+    save();
   }
-  if (results.reflect_latency) results.met.reflect_p99 = results.reflect_latency.p99_ms <= TARGETS.reflect_p99_ms_max;
-  if (results.loop.quarantine) results.met.quarantine = results.loop.quarantine.met;
-  const file = writeResults("learning.json", results);
-  process.stderr.write(`\n${table(results)}\n\nloop: ${results.loop.status}; baseline: ${results.baseline.status}\nresults: ${path.relative(ROOT, file)}\n`);
-  const statuses = [results.loop.status, results.baseline.status];
+  const file = save();
+  const statuses = [];
+  for (const name of names) {
+    const section = results[name];
+    const arms = ["loop", "loop_no_hints", "loop_no_negative", "baseline"].filter((a) => section[a]);
+    statuses.push(section.status === "measured" ? "measured" : section.status === "failed" ? "failed" : "missing", ...arms.map((a) => section[a].status));
+    process.stderr.write(`\n${name} generator: ${section.status}${arms.length ? `; ${arms.map((a) => `${a}: ${section[a].status}`).join("; ")}` : ""}\n`);
+    if (section.status === "measured") process.stderr.write(`${table(section)}\n`);
+  }
+  process.stderr.write(`\nresults: ${path.relative(ROOT, file)}\n`);
   if (statuses.includes("failed")) return 1;
   return statuses.every((s) => s === "measured") ? 0 : 2;
 }

@@ -226,7 +226,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     events,
     extractor: llm === undefined ? builtinExtractor : new LlmExtractor(llm, builtinExtractor, { timeoutMs: config.llm?.timeoutMs ?? 10_000 }),
   });
-  const outcomes = new Outcomes({ storage, entries, catalog: index.catalog, store: outcomeStore, changes: learning, events });
+  const outcomes = new Outcomes({ storage, entries, catalog: index.catalog, store: outcomeStore, changes: learning, events, index });
   router.service(SessionsService, sessionsService(new ControlSessions({ storage, entries, store: controlSessionStore, writer, reflector, events })));
   router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore, runLinks }));
   router.service(EventsService, eventsService(events));

@@ -1,10 +1,16 @@
-// Diagnosis: for an error, the failure lessons and rules that match it (best first) and the owner's past failures
-// of the same kind with what fixed them, summed up in a sentence or two.
+// Diagnosis: for an error, the failure lessons and rules that are about it (best first) and the owner's past failures
+// of the same kind with what fixed them, summed up in a sentence or two. A ranked answer with a floor: a lesson is
+// about the error when the error's distinctive words are largely its own, or when the error's failure signature is
+// close to one of the situations the lesson is for (retrieval/ranking/situation-match.ts); never when the error is
+// closer to a situation it was surfaced in and did not apply to. Only those close to the best are returned, so an
+// error that matches nothing gets nothing.
 import type { MemoryIndex } from "../memory/memory-index.js";
 import { terms } from "../retrieval/text.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
+import { situationsOf } from "../retrieval/situations.js";
+import { DEFAULT_TUNING } from "../retrieval/ranking/tuning.js";
 import { TimeSlicer } from "../memory/scan.js";
 import type { OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
 
@@ -14,6 +20,10 @@ const MAX_STEP_OUTCOMES = 5_000;
 const CANDIDATES = 200;
 /** Share of the error's terms a past failure's rationale must contain to count as the same failure. */
 const SAME_FAILURE_OVERLAP = 0.4;
+/** IDF-weighted share of the error's terms a lesson must hold to be about it by its words. */
+export const DIAGNOSE_MIN_COVERAGE = 0.5;
+/** Share of the best match's strength a lesson must reach to be returned. */
+const RELATIVE_FLOOR = 0.8;
 
 export interface DiagnoseInput {
   readonly owner: number;
@@ -36,16 +46,31 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   const text = input.errorType === "" ? input.errorText : `${input.errorText} ${input.errorType}`;
   const matches = await searchLessons(index, input.owner, text, inScope, CANDIDATES);
   const typeWord = input.errorType.toLowerCase();
-  const found: { record: EntryRecord; score: number }[] = [];
+  const question = index.situations.questionParts(text);
+  const errorTerms = new Set(terms(text));
+  const documents = catalog.documentStats(input.owner).count;
+  const idf = (term: string): number => {
+    const df = index.sparse.documentFrequency(input.owner, term);
+    return Math.log(1 + (documents - df + 0.5) / (df + 0.5));
+  };
+  const minFit = DEFAULT_TUNING.crossRun.minSituationFit;
+  const about: { record: EntryRecord; strength: number; score: number }[] = [];
   for (const match of matches) {
     const record = entries.get(match.seq);
     if (record === undefined) continue;
     const kind = lessonTypeOf(record);
     if (kind !== "failure" && kind !== "rule") continue;
     if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
+    const fit = index.situations.fit(question, situationsOf(record.metadataJson));
+    if (fit.against >= minFit && fit.against >= fit.bearing) continue;
+    const covered = coverage(errorTerms, new Set(entries.termsOf(match.seq)?.keys() ?? []), idf);
+    const strength = Math.max(covered >= DIAGNOSE_MIN_COVERAGE ? covered : 0, fit.bearing >= minFit ? fit.bearing : 0);
+    if (strength === 0) continue;
     const namesType = typeWord !== "" && `${record.content} ${record.metadataJson}`.toLowerCase().includes(typeWord);
-    found.push({ record, score: match.score * (namesType ? 1.3 : 1) });
+    about.push({ record, strength, score: match.score * (namesType ? 1.3 : 1) });
   }
+  const best = Math.max(0, ...about.map((a) => a.strength));
+  const found = about.filter((a) => a.strength >= RELATIVE_FLOOR * best).map((a) => ({ record: a.record, score: a.strength * (0.5 + 0.5 * a.score) }));
   found.sort((a, b) => b.score - a.score || b.record.seq - a.record.seq);
   const pastFixes = await fixesOfPastFailures(outcomes.stepOutcomesOfOwner(input.owner, MAX_STEP_OUTCOMES), input);
   return { lessons: found.slice(0, input.limit), total: found.length, summary: summaryOf(found, pastFixes) };
@@ -88,6 +113,18 @@ function summaryOf(found: readonly { record: EntryRecord }[], fixes: readonly Pa
     parts.push(`${fixes.length} similar past failure${fixes.length === 1 ? "" : "s"}${example === undefined ? ", none with a recorded fix" : `; fixed by: ${clip(example.fix)}`}`);
   }
   return `${parts.join(". ")}.`;
+}
+
+/** IDF-weighted share of the error's terms a lesson holds. */
+function coverage(errorTerms: ReadonlySet<string>, held: ReadonlySet<string>, idf: (term: string) => number): number {
+  let total = 0;
+  let shared = 0;
+  for (const term of errorTerms) {
+    const weight = idf(term);
+    total += weight;
+    if (held.has(term)) shared += weight;
+  }
+  return total === 0 ? 0 : shared / total;
 }
 
 function clip(text: string): string {

@@ -3,13 +3,16 @@
 // move go on the control event stream of the lesson's owner.
 import type { EventBus } from "../events/event-bus.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
-import type { ChangeAttribution, EntryPatch, EntryStore, UpdatedEntry } from "../storage/entry-store.js";
+import type { ChangeAttribution, EntryPatch, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
+import type { EntryAuditEvent } from "../storage/entry-record.js";
 import { promotionAudit, type Learned, type PromotionMove } from "./reinforcement.js";
 
 export interface AppliedLearning {
   readonly updated: UpdatedEntry;
   readonly moves: readonly PromotionMove[];
   readonly by: ChangeAttribution;
+  /** New postings and vector when the lesson's situations changed. */
+  readonly reindex?: Reindex | undefined;
 }
 
 export class LearningChanges {
@@ -27,19 +30,27 @@ export class LearningChanges {
    * Writes an entry's new learning, confidence, scope (a promotion) and any other patch fields, with its promotion
    * moves in the audit trail. Call inside a write transaction; undefined when the entry no longer exists.
    */
-  applyInTransaction(seq: number, learned: Learned, by: ChangeAttribution, extra: EntryPatch = {}, now = Date.now()): AppliedLearning | undefined {
+  applyInTransaction(
+    seq: number,
+    learned: Learned,
+    by: ChangeAttribution,
+    extra: EntryPatch = {},
+    now = Date.now(),
+    reindex?: Reindex,
+    audit: readonly EntryAuditEvent[] = [],
+  ): AppliedLearning | undefined {
     const patch: EntryPatch = { learning: learned.learning, confidence: learned.confidence, lessonScope: learned.lessonScope, ...extra };
-    const updated = this.#entries.updateInTransaction(seq, patch, by, undefined, now, promotionAudit(learned.moves, now, by.agentId));
-    return updated === undefined ? undefined : { updated, moves: learned.moves, by };
+    const updated = this.#entries.updateInTransaction(seq, patch, by, reindex, now, [...promotionAudit(learned.moves, now, by.agentId), ...audit]);
+    return updated === undefined ? undefined : { updated, moves: learned.moves, by, reindex };
   }
 
   /** After the commit: the catalog takes the new weights and scopes, and the changes are announced. */
   committed(applied: readonly (AppliedLearning | undefined)[], cause: string): void {
     for (const change of applied) {
       if (change === undefined) continue;
-      const { updated, moves, by } = change;
+      const { updated, moves, by, reindex } = change;
       const record = updated.after;
-      this.#index.indexUpdated(updated, undefined);
+      this.#index.indexUpdated(updated, reindex);
       if (updated.changed.length > 0) {
         this.#events.publish({
           type: record.entryType === "lesson" || record.entryType === "rule" ? "lesson.updated" : "entry.updated",

@@ -1,13 +1,41 @@
 // Outcomes: a run-level outcome reinforces the entries that produced it (the reference and the contributing
 // entries, each resolved within the run and scope-checked), at most once per idempotency key; a step outcome records
 // a step's reward and hindsight for reflection.
+//
+// Credit in context: an outcome speaks about a lesson in the situation where it was used. A lesson from another run
+// that a negative outcome names is judged against the run's situation (its failures, and whether it applied the
+// lesson's fix): when the lesson was surfaced for a situation it is not about, or the outcome says it did not apply,
+// only its association with that situation is lowered (the situation joins its `not_for` list, and ranking keeps it
+// out of such situations) — its belief in its own fix, its audition and its quarantine streak are untouched. Belief
+// falls when the fix was applied, or the failure was the lesson's own, and it failed. A positive outcome in a run that
+// met a failure makes that failure another situation of each lesson it credits: each later occurrence finds it easier.
 import type { EventBus } from "../events/event-bus.js";
 import type { Catalog } from "../retrieval/catalog.js";
 import type { Storage } from "../storage/database.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
 import type { OutcomeRecord, OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
-import { reinforce } from "./reinforcement.js";
+import { reinforce, type Learned } from "./reinforcement.js";
+import type { MemoryIndex } from "../memory/memory-index.js";
+import type { EntryAuditEvent } from "../storage/entry-record.js";
+import type { Reindex } from "../storage/entry-store.js";
+import { withSituations } from "../retrieval/situations.js";
+import { appliedFix, bearingOn, lessonReindex, runSituation, type RunSituation } from "./lesson-situations.js";
+
+/** A run's failure at least this close (cosine of signatures) to a lesson's situations is that lesson's own. */
+export const OWN_SITUATION_FIT = 0.75;
+/** An outcome's rationale saying the knowledge it names did not bear on the run. */
+const DID_NOT_APPLY =
+  /\b(?:did ?n[o'’]t apply|does ?n[o'’]t apply|do ?n[o'’]t apply|not appl(?:y|icable|ied here)|inapplicable|irrelevant|not relevant|unrelated|wrong (?:lesson|rule|situation|context)|another (?:failure|problem|situation|pitfall))\b/i;
+
+/** What an outcome did to one entry it names. */
+export type CreditEffect = "reinforced" | "penalized" | "dissociated";
+
+export interface CreditResult {
+  readonly entryId: string;
+  readonly effect: CreditEffect;
+  readonly reason: string;
+}
 
 /** An outcome as a request states it: the record's fields, with the entries it names still to be resolved. */
 export type OutcomeInput = Omit<OutcomeRecord, "v" | "id" | "reinforcedIds" | "createdAt"> & {
@@ -22,6 +50,16 @@ export interface OutcomeResult {
   readonly reference: EntryRecord | undefined;
   readonly entriesReinforced: number;
   readonly skippedEntryIds: readonly string[];
+  /** Per entry named: what the outcome did to it, and why. */
+  readonly credits: readonly CreditResult[];
+}
+
+/** How an outcome is applied to one credited entry, decided before the transaction. */
+interface CreditPlan {
+  readonly effect: CreditEffect;
+  readonly reason: string;
+  /** Situations to add to its `situations` (reinforced) or `not_for` (dissociated) list. */
+  readonly situations: readonly string[];
 }
 
 export type StepOutcomeInput = Omit<StepOutcomeRecord, "v" | "id" | "createdAt" | "updatedAt">;
@@ -33,8 +71,10 @@ export class Outcomes {
   readonly #store: OutcomeStore;
   readonly #changes: LearningChanges;
   readonly #events: EventBus;
+  readonly #index: MemoryIndex;
 
-  constructor(deps: { storage: Storage; entries: EntryStore; catalog: Catalog; store: OutcomeStore; changes: LearningChanges; events: EventBus }) {
+  constructor(deps: { storage: Storage; entries: EntryStore; catalog: Catalog; store: OutcomeStore; changes: LearningChanges; events: EventBus; index: MemoryIndex }) {
+    this.#index = deps.index;
     this.#storage = deps.storage;
     this.#entries = deps.entries;
     this.#catalog = deps.catalog;
@@ -71,10 +111,13 @@ export class Outcomes {
       if (entry === undefined) skipped.push(id);
       else if (!credited.some((e) => e.seq === entry.seq)) credited.push(entry);
     }
+    const plans = input.signal === 0 ? new Map<number, CreditPlan>() : this.#plan(input, credited);
+    const reindexes = await this.#reindexes(credited, plans);
     const now = Date.now();
     const committed = await this.#storage.transaction(() => {
       // Checked again inside the transaction: of concurrent repeats, exactly one applies.
       if (input.idempotencyKey !== "" && this.#store.keyed(input.owner, input.idempotencyKey) !== undefined) return undefined;
+      const believed = credited.filter((e) => plans.get(e.seq)?.effect !== "dissociated");
       const outcome = this.#store.putOutcomeInTransaction({
         owner: input.owner,
         runId: input.runId,
@@ -85,7 +128,7 @@ export class Outcomes {
         agentId: input.agentId,
         userId: input.userId,
         verifiedInProduction: input.verifiedInProduction,
-        reinforcedIds: input.signal === 0 ? [] : credited.map((e) => e.id),
+        reinforcedIds: input.signal === 0 ? [] : believed.map((e) => e.id),
         idempotencyKey: input.idempotencyKey,
         createdAt: now,
       });
@@ -95,12 +138,22 @@ export class Outcomes {
         const by = { reason: `outcome ${outcome.id}: ${input.outcome} (signal ${input.signal})`, agentId: input.agentId };
         for (const entry of credited) {
           const current = this.#entries.get(entry.seq);
-          if (current !== undefined) applied.push(this.#changes.applyInTransaction(current.seq, reinforce(current, credit), by, {}, now));
+          if (current === undefined) continue;
+          const plan = plans.get(entry.seq) ?? { effect: input.signal > 0 ? "reinforced" : "penalized", reason: "", situations: [] };
+          const learned: Learned =
+            plan.effect === "dissociated"
+              ? { learning: current.learning, confidence: current.confidence, lessonScope: current.lessonScope, moves: [] }
+              : reinforce(current, credit);
+          const list = plan.effect === "dissociated" ? "not_for" : "situations";
+          const metadataJson = plan.situations.length === 0 ? undefined : withSituations(current.metadataJson, list, plan.situations);
+          const audit: EntryAuditEvent[] =
+            plan.reason === "" ? [] : [{ at: now, field: "credit", from: "", to: plan.effect, reason: `outcome ${outcome.id}: ${plan.reason}`, agentId: input.agentId }];
+          applied.push(this.#changes.applyInTransaction(current.seq, learned, by, { metadataJson }, now, metadataJson === undefined ? undefined : reindexes.get(entry.seq), audit));
         }
       }
       return { outcome, applied };
     });
-    if (committed === undefined) return this.#repeat(input) ?? { outcomeId: "", deduplicated: true, reference: undefined, entriesReinforced: 0, skippedEntryIds: [] };
+    if (committed === undefined) return this.#repeat(input) ?? { outcomeId: "", deduplicated: true, reference: undefined, entriesReinforced: 0, skippedEntryIds: [], credits: [] };
     this.#changes.committed(committed.applied, "outcome");
     this.#announce(committed.outcome);
     return {
@@ -109,14 +162,66 @@ export class Outcomes {
       reference: primary === undefined ? undefined : this.#entries.get(primary.seq),
       entriesReinforced: committed.outcome.reinforcedIds.length,
       skippedEntryIds: skipped,
+      credits:
+        input.signal === 0
+          ? []
+          : credited.map((e) => {
+              const plan = plans.get(e.seq);
+              return { entryId: e.id, effect: plan?.effect ?? (input.signal > 0 ? "reinforced" : "penalized"), reason: plan?.reason ?? "" };
+            }),
     };
+  }
+
+  /**
+   * How the outcome applies to each credited lesson or rule of another run, judged in the run's situation (see the
+   * module comment). Entries of the run itself are credited as they are.
+   */
+  #plan(input: OutcomeInput, credited: readonly EntryRecord[]): Map<number, CreditPlan> {
+    const plans = new Map<number, CreditPlan>();
+    const elsewhere = credited.filter((e) => (e.entryType === "lesson" || e.entryType === "rule") && e.runId !== input.runId);
+    if (elsewhere.length === 0) return plans;
+    const run = runSituation(this.#entries, this.#store, input.owner, input.runId);
+    const saidNotApplicable = DID_NOT_APPLY.test(input.rationale);
+    for (const lesson of elsewhere) plans.set(lesson.seq, this.#planOne(input, lesson, run, saidNotApplicable));
+    return plans;
+  }
+
+  #planOne(input: OutcomeInput, lesson: EntryRecord, run: RunSituation, saidNotApplicable: boolean): CreditPlan {
+    const situation = run.failures.length > 0 ? run.failures : run.task === "" ? [] : [run.task];
+    if (input.signal > 0) {
+      return { effect: "reinforced", reason: run.failures.length === 0 ? "" : `it helped in run ${JSON.stringify(input.runId)}: the failure met there is now one of its situations`, situations: run.failures };
+    }
+    if (saidNotApplicable) {
+      return { effect: "dissociated", reason: `the outcome says it did not apply in run ${JSON.stringify(input.runId)}: it is no longer recalled for that situation; its confidence is unchanged`, situations: situation };
+    }
+    if (situation.length === 0) return { effect: "penalized", reason: "", situations: [] };
+    if (appliedFix(lesson, run)) return { effect: "penalized", reason: `its fix was applied in run ${JSON.stringify(input.runId)} and the run failed`, situations: [] };
+    const bearing = bearingOn(this.#index.situations, lesson, run);
+    if (bearing >= OWN_SITUATION_FIT) return { effect: "penalized", reason: `run ${JSON.stringify(input.runId)} met its own situation (fit ${bearing.toFixed(2)}) and failed`, situations: [] };
+    return {
+      effect: "dissociated",
+      reason: `surfaced in run ${JSON.stringify(input.runId)}, whose failure is not its situation (fit ${bearing.toFixed(2)}), and its fix was not applied: it is no longer recalled for that situation; its confidence is unchanged`,
+      situations: situation,
+    };
+  }
+
+  /** The new postings and vector of each credited lesson whose situations the outcome grows, embedded before the transaction. */
+  async #reindexes(credited: readonly EntryRecord[], plans: ReadonlyMap<number, CreditPlan>): Promise<Map<number, Reindex>> {
+    const out = new Map<number, Reindex>();
+    for (const entry of credited) {
+      const plan = plans.get(entry.seq);
+      if (plan === undefined || plan.effect !== "reinforced" || plan.situations.length === 0) continue;
+      const metadataJson = withSituations(entry.metadataJson, "situations", plan.situations);
+      if (metadataJson !== undefined) out.set(entry.seq, await lessonReindex(this.#index.embedder, entry.content, metadataJson));
+    }
+    return out;
   }
 
   #repeat(input: OutcomeInput): OutcomeResult | undefined {
     const keyed = this.#store.keyed(input.owner, input.idempotencyKey);
     if (keyed === undefined) return undefined;
     const reference = keyed.referenceId === "" ? undefined : this.#entries.find(keyed.referenceId, (r) => r.owner === input.owner);
-    return { outcomeId: keyed.outcomeId, deduplicated: true, reference, entriesReinforced: 0, skippedEntryIds: [] };
+    return { outcomeId: keyed.outcomeId, deduplicated: true, reference, entriesReinforced: 0, skippedEntryIds: [], credits: [] };
   }
 
   #announce(outcome: OutcomeRecord): void {

@@ -6,13 +6,15 @@ import type { MemoryIndex } from "../memory/memory-index.js";
 import { jaccard, terms, termFrequencies } from "../retrieval/text.js";
 import { cosine } from "../retrieval/embedder.js";
 import type { Storage } from "../storage/database.js";
-import { initialLearning, newEntry, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry } from "../storage/entry-store.js";
+import { initialLearning, newEntry, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry, type Reindex } from "../storage/entry-store.js";
 import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from "./evidence.js";
 import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
 import type { OutcomeStore } from "./outcome-store.js";
 import { relearn } from "./reinforcement.js";
 import { TimeSlicer, chunkedVisibleSeqs } from "../memory/scan.js";
 import { DUPLICATE_COSINE, DUPLICATE_TERM_OVERLAP, ValidationGate, type GateDecision, type PreparedCandidate } from "./validation-gate.js";
+import { lessonIndexText, withSituations } from "../retrieval/situations.js";
+import { candidateSituations, lessonReindex } from "./lesson-situations.js";
 
 /** The most recent items of a run reflection reads; older evidence is left out. Extraction stays a few milliseconds. */
 export const MAX_EVIDENCE_ITEMS = 1_000;
@@ -20,8 +22,6 @@ export const MAX_EVIDENCE_ITEMS = 1_000;
 const MAX_EVIDENCE_CHARS = 2_000;
 /** Sources a lesson keeps in its lineage. */
 const MAX_SOURCE_IDS = 64;
-/** Conditions a lesson keeps: learning it again in new situations adds theirs, the most recent kept. */
-const MAX_CONDITIONS = 16;
 
 export interface ReflectRequestInput {
   readonly owner: number;
@@ -124,15 +124,17 @@ export class Reflector {
   async #reflect(input: ReflectRequestInput): Promise<Reflection> {
     let extraction: Extraction;
     let evidenceCount = 0;
+    let evidenceById = new Map<string, EvidenceItem>();
     const autoExtracted = input.callerLessons.length === 0;
     if (autoExtracted) {
       const evidence = await this.#evidenceWithLinked(input);
       evidenceCount = evidence.length;
+      evidenceById = new Map(evidence.map((item) => [item.id, item]));
       extraction = await this.#extractor.extract(evidence, input.signal);
     } else {
       extraction = { lessons: input.callerLessons, summary: "", confidence: 0, degraded: false, fallbackReason: "" };
     }
-    const candidates = await this.#prepare(extraction.lessons);
+    const candidates = await this.#prepare(extraction.lessons, evidenceById);
     const decisions = await this.#decide(candidates, input);
     const stored = await this.#commit(candidates, decisions, input, autoExtracted);
     return {
@@ -228,11 +230,29 @@ export class Reflector {
     return input.lastNItems > 0 ? ordered.slice(-input.lastNItems) : ordered;
   }
 
-  async #prepare(lessons: readonly CandidateLesson[]): Promise<PreparedCandidate[]> {
+  /** Each candidate with the failure signatures of its evidence, its index terms and its vector. */
+  async #prepare(lessons: readonly CandidateLesson[], evidence: ReadonlyMap<string, EvidenceItem>): Promise<PreparedCandidate[]> {
     if (lessons.length === 0) return [];
-    const texts = lessons.map(indexText);
+    const situations = lessons.map((lesson) => candidateSituations(lesson.sourceIds, evidence));
+    const texts = lessons.map((lesson, i) => lessonIndexText(lesson.content, { conditions: lesson.conditions, seen: situations[i] as string[] }));
     const vectors = await this.#index.embedder.embed(texts);
-    return lessons.map((lesson, i) => ({ lesson, terms: new Set(terms(texts[i] as string)), vector: vectors[i] as Float32Array }));
+    return lessons.map((lesson, i) => ({ lesson, situations: situations[i] as string[], terms: new Set(terms(texts[i] as string)), vector: vectors[i] as Float32Array }));
+  }
+
+  /**
+   * What a merge adds to each lesson merged into: the candidate's conditions and failure signatures, with the lesson's
+   * postings and vector made again for them (embedded here, before the transaction). Undefined when nothing is new.
+   */
+  async #mergeGrowth(candidates: readonly PreparedCandidate[], decisions: readonly (GateDecision | { kind: "batch" })[]): Promise<Map<number, { metadataJson: string; reindex: Reindex }>> {
+    const growth = new Map<number, { metadataJson: string; reindex: Reindex }>();
+    for (const [index, decision] of decisions.entries()) {
+      if (decision.kind !== "merged") continue;
+      const candidate = candidates[index] as PreparedCandidate;
+      const metadataJson = grownMetadata(decision.into.metadataJson, candidate);
+      if (metadataJson === undefined) continue;
+      growth.set(index, { metadataJson, reindex: await lessonReindex(this.#index.embedder, decision.into.content, metadataJson) });
+    }
+    return growth;
   }
 
   /** The gate's decision on each candidate, in order; candidates are judged in time slices (see memory/scan.ts). */
@@ -261,6 +281,7 @@ export class Reflector {
     input: ReflectRequestInput,
     autoExtracted: boolean,
   ): Promise<LessonDecisionResult[]> {
+    const growth = await this.#mergeGrowth(candidates, decisions);
     const now = Date.now();
     const by = { reason: "reflection", agentId: input.agentId };
     const toWrite: { index: number; prepared: PreparedEntry }[] = [];
@@ -268,8 +289,9 @@ export class Reflector {
       const candidate = candidates[index] as PreparedCandidate;
       const quarantined = decision.kind === "quarantined" && decision.into === undefined;
       if (decision.kind !== "accepted" && !quarantined) return;
-      const entry = lessonEntry(candidate.lesson, input, autoExtracted, now, quarantined);
-      toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(indexText(candidate.lesson)) } });
+      const entry = lessonEntry(candidate, input, autoExtracted, now, quarantined);
+      const text = lessonIndexText(candidate.lesson.content, { conditions: candidate.lesson.conditions, seen: candidate.situations });
+      toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(text) } });
     });
     const { written, merged, alongside } = await this.#storage.transaction(() => {
       const written = this.#entries.writeInTransaction(
@@ -284,8 +306,10 @@ export class Reflector {
         const candidate = (candidates[index] as PreparedCandidate).lesson;
         const learned = relearn(current, input.runId, candidate.confidence, decision.newEvidence);
         const sourceIds = [...new Set([...current.sourceIds, ...candidate.sourceIds])].slice(0, MAX_SOURCE_IDS);
-        const metadataJson = withConditions(current.metadataJson, candidate.conditions);
-        merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds, metadataJson }, now));
+        const grown = growth.get(index);
+        // Read again here: an outcome may have changed the lesson's situations since the merge was decided.
+        const metadataJson = grown === undefined ? undefined : grownMetadata(current.metadataJson, candidates[index] as PreparedCandidate);
+        merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds, metadataJson }, now, metadataJson === undefined ? undefined : grown?.reindex));
       });
       return { written, merged, alongside: input.alongside?.inTransaction() };
     });
@@ -366,12 +390,8 @@ function withOutcomesInPlace(entries: readonly EvidenceItem[], outcomes: readonl
   return [...ordered, ...timed.slice(next)];
 }
 
-/** What a lesson is found by: its text and the conditions under which it applies. */
-function indexText(lesson: CandidateLesson): string {
-  return lesson.conditions.length === 0 ? lesson.content : `${lesson.content}\n${lesson.conditions.join("\n")}`;
-}
-
-function lessonEntry(lesson: CandidateLesson, input: ReflectRequestInput, autoExtracted: boolean, now: number, quarantined: boolean): NewEntry {
+function lessonEntry(candidate: PreparedCandidate, input: ReflectRequestInput, autoExtracted: boolean, now: number, quarantined: boolean): NewEntry {
+  const { lesson } = candidate;
   const learning = initialLearning(lesson.confidence, input.runId);
   return newEntry({
     owner: input.owner,
@@ -383,7 +403,7 @@ function lessonEntry(lesson: CandidateLesson, input: ReflectRequestInput, autoEx
     lessonScope: lesson.scope,
     lessonType: lesson.lessonType,
     importance: lesson.importance,
-    metadataJson: JSON.stringify({ conditions: lesson.conditions, rationale: lesson.rationale, written_by: "reflect" }),
+    metadataJson: JSON.stringify({ conditions: lesson.conditions, situations: candidate.situations, rationale: lesson.rationale, written_by: "reflect" }),
     occurrenceTime: Math.floor(now / 1000),
     source: autoExtracted ? "system" : "agent",
     derived: autoExtracted,
@@ -399,21 +419,14 @@ function sameCandidate(a: PreparedCandidate, b: PreparedCandidate): boolean {
 }
 
 /**
- * A lesson's metadata with a re-learned candidate's conditions added: the situations it was learned in widen what it
- * is recalled for in other runs (see retrieval/ranking/cross-run.ts). Unchanged when they add nothing.
+ * A lesson's metadata with a re-learned candidate's conditions and failure signatures added: the situations it was
+ * learned in widen what it is recalled for in other runs (see retrieval/ranking/cross-run.ts). Undefined when they add
+ * nothing.
  */
-function withConditions(metadataJson: string, conditions: readonly string[]): string | undefined {
-  let metadata: Record<string, unknown>;
-  try {
-    const parsed: unknown = JSON.parse(metadataJson);
-    metadata = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    metadata = {};
-  }
-  const known = Array.isArray(metadata["conditions"]) ? (metadata["conditions"] as unknown[]).filter((c): c is string => typeof c === "string") : [];
-  const added = conditions.filter((c) => !known.includes(c));
-  if (added.length === 0) return undefined;
-  return JSON.stringify({ ...metadata, conditions: [...known, ...added].slice(-MAX_CONDITIONS) });
+function grownMetadata(metadataJson: string, candidate: PreparedCandidate): string | undefined {
+  const withConditions = withSituations(metadataJson, "conditions", candidate.lesson.conditions);
+  const withSeen = withSituations(withConditions ?? metadataJson, "situations", candidate.situations);
+  return withSeen ?? withConditions;
 }
 
 function stepOf(metadataJson: string): string {

@@ -23,6 +23,8 @@ const NEGATION = /\b(never|don't|dont|do not|does not|must not|mustn't|should no
 /** A candidate with what the gate compares: its index terms and its vector. */
 export interface PreparedCandidate {
   readonly lesson: CandidateLesson;
+  /** Failure signatures of the evidence it was drawn from (see retrieval/situations.ts). */
+  readonly situations: readonly string[];
   readonly terms: ReadonlySet<string>;
   readonly vector: Float32Array;
 }

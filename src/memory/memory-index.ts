@@ -12,6 +12,7 @@ import { SparseIndex } from "../retrieval/sparse-index.js";
 import { readSparseSnapshot, writeSparseSnapshot, type SnapshotStamp } from "../retrieval/sparse-snapshot.js";
 import { VectorIndex } from "../retrieval/vector-index.js";
 import { SearchEngine } from "../retrieval/search-engine.js";
+import { SituationVectors } from "../retrieval/ranking/situation-match.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
 import { VectorSpaces } from "./vector-spaces.js";
@@ -30,6 +31,8 @@ export class MemoryIndex {
   /** Caller vector spaces: vectors of any dimension, one index per owner and space. */
   readonly spaces: VectorSpaces;
   readonly search: SearchEngine;
+  /** Situations (failure signatures) embedded on the spot, for matching lessons by meaning. */
+  readonly situations: SituationVectors;
   readonly embedder: Embedder;
   readonly #storage: Storage;
   readonly #entries: EntryStore;
@@ -45,7 +48,8 @@ export class MemoryIndex {
     this.#snapshotFile = path.join(path.dirname(storage.dir), "sparse-postings.snapshot");
     this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger, (seq) => this.catalog.ownerOf(seq));
     this.spaces = new VectorSpaces(entries.spaces, this.catalog, logger);
-    this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense);
+    this.situations = new SituationVectors(embedder.embedOne?.bind(embedder));
+    this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense, this.situations);
   }
 
   /** Embeds what has no caller vector and computes postings: everything a write needs besides the record. */
@@ -77,7 +81,7 @@ export class MemoryIndex {
   }
 
   /** Makes a committed update searchable: the catalog's copy, and the postings and vector when the content changed. */
-  indexUpdated({ after, previousTermFreqs }: UpdatedEntry, reindex: Reindex | undefined): void {
+  indexUpdated({ before, after, previousTermFreqs }: UpdatedEntry, reindex: Reindex | undefined): void {
     this.catalog.replace(after);
     if (reindex !== undefined) {
       this.sparse.remove(after.seq, previousTermFreqs ?? new Map<string, number>());
@@ -85,7 +89,7 @@ export class MemoryIndex {
       this.dense.remove(after.seq);
       this.dense.add(after.seq, reindex.vector);
       // The store dropped the entry's caller vectors with its old content.
-      this.spaces.remove(after.seq, after.owner);
+      if (before.content !== after.content) this.spaces.remove(after.seq, after.owner);
       this.dense.generation = this.#entries.vectorGeneration();
       this.dense.scheduleIndexing();
       this.dense.saveSoon();

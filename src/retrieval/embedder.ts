@@ -5,6 +5,11 @@ export interface Embedder {
   readonly id: string;
   readonly dimensions: number;
   embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /**
+   * Embeds one text at once, for embedders that run in-process (word vectors, hashing). Ranking uses it to compare
+   * short situations by meaning inside a query; remote embedders leave it out and those comparisons are skipped.
+   */
+  embedOne?(text: string): Float32Array;
 }
 
 export function cosine(a: Float32Array, b: Float32Array): number {

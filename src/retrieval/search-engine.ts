@@ -13,6 +13,8 @@ import { fuse, smoothNeighbours } from "./ranking/fusion.js";
 import { overlayKnowledge, placeReferences, referencedSeqs } from "./ranking/overlays.js";
 import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
+import { SituationVectors } from "./ranking/situation-match.js";
+import { situationsOf } from "./situations.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
 export { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
@@ -47,15 +49,20 @@ export interface SearchResult {
   readonly denseCandidates: number;
 }
 
+/** Lines of a question read as parts of their own. */
+const MAX_QUESTION_LINES = 12;
+
 export class SearchEngine {
   readonly #entries: EntryStore;
   readonly #catalog: Catalog;
   readonly #sparse: SparseIndex;
   readonly #dense: VectorIndex;
   readonly #tuning: SearchTuning;
+  readonly #situations: SituationVectors;
 
-  constructor(entries: EntryStore, catalog: Catalog, sparse: SparseIndex, dense: VectorIndex, tuning: SearchTuning = DEFAULT_TUNING) {
+  constructor(entries: EntryStore, catalog: Catalog, sparse: SparseIndex, dense: VectorIndex, situations: SituationVectors, tuning: SearchTuning = DEFAULT_TUNING) {
     this.#tuning = tuning;
+    this.#situations = situations;
     this.#entries = entries;
     this.#catalog = catalog;
     this.#sparse = sparse;
@@ -105,15 +112,18 @@ export class SearchEngine {
     smoothNeighbours(scores, scopes.flatMap((scope) => scope.runs), accept, tuning.neighbourShare);
     const scopedRuns = new Set(req.scopes.map((scope) => scope.runId));
     penaliseAuditions(catalog, scores, scopedRuns, tuning.auditionPenalty);
+    const questionParts = this.#situations.questionParts(req.text);
     admitCrossRunKnowledge({
       catalog,
       scores,
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
-      queryTerms: new Set(terms(req.text)),
+      questionTerms: questionTerms(req.text),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
-      conditionsOf: (seq) => conditionsOf(this.#entries.get(seq)?.metadataJson ?? "{}").map((c) => new Set(terms(c))),
+      conditionsOf: (seq) => situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}").conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
+      knowledge: [...new Set(scopes.flatMap((scope) => scope.knowledge.flat()))].filter((seq) => !catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)),
+      situationFit: (seq) => this.#situations.fit(questionParts, situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}")),
       rules: tuning.crossRun,
     });
 
@@ -170,6 +180,12 @@ function penaliseAuditions(catalog: Catalog, scores: Map<number, Scored>, scoped
   }
 }
 
+/** The term sets of a question's parts: the whole, then each of its first lines when it has several. */
+function questionTerms(text: string): Set<string>[] {
+  const lines = text.split(/\n+/).filter((line) => line.trim() !== "").slice(0, MAX_QUESTION_LINES);
+  return [new Set(terms(text)), ...(lines.length > 1 ? lines.map((line) => new Set(terms(line))) : [])];
+}
+
 /** Share of the query's terms the entry contains. */
 function overlap(entry: EntryRecord, queryTerms: ReadonlySet<string>): number {
   if (queryTerms.size === 0) return 0;
@@ -177,15 +193,4 @@ function overlap(entry: EntryRecord, queryTerms: ReadonlySet<string>): number {
   let shared = 0;
   for (const term of queryTerms) if (entryTerms.has(term)) shared++;
   return shared / queryTerms.size;
-}
-
-/** A lesson's conditions, as its metadata holds them (reflection writes them there). */
-function conditionsOf(metadataJson: string): string[] {
-  if (!metadataJson.includes("conditions")) return [];
-  try {
-    const value = (JSON.parse(metadataJson) as Record<string, unknown>)["conditions"];
-    return Array.isArray(value) ? value.filter((c): c is string => typeof c === "string") : [];
-  } catch {
-    return [];
-  }
 }

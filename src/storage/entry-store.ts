@@ -208,16 +208,18 @@ export class EntryStore {
       changed.push(field);
       changes.push({ at: now, field, from: auditText(before[field]), to: auditText(value), reason: by.reason, agentId: by.agentId });
     }
-    if (changed.length === 0 && !bookkeeping && extraAudit.length === 0) return { before, after: before, changed: [], previousTermFreqs: undefined };
+    if (changed.length === 0 && !bookkeeping && extraAudit.length === 0 && reindex === undefined) return { before, after: before, changed: [], previousTermFreqs: undefined };
     let termCount = before.termCount;
     let previousTermFreqs: ReadonlyMap<string, number> | undefined;
-    if (patch.content !== undefined && patch.content !== before.content) {
-      if (reindex === undefined) throw new Error("a content change needs its new postings and vector");
+    const contentChanged = patch.content !== undefined && patch.content !== before.content;
+    if (contentChanged && reindex === undefined) throw new Error("a content change needs its new postings and vector");
+    // A lesson is also found by its situations: when they change, its postings and vector are made again.
+    if (reindex !== undefined) {
       previousTermFreqs = this.termsOf(seq) ?? new Map<string, number>();
       dbs.entryTerms.put(seq, encodeTerms(reindex.termFreqs));
       dbs.vectors.put(seq, vectorBytes(reindex.vector));
       // A caller's vector described the old content: kept, it would match queries about what the entry no longer says.
-      this.spaces.removeInTransaction(seq);
+      if (contentChanged) this.spaces.removeInTransaction(seq);
       this.#bumpVectorGeneration();
       termCount = termCountOf(reindex.termFreqs);
     }

@@ -1,11 +1,18 @@
 // Knowledge reaching a question from the owner's other runs (global lessons and rules, and lessons auditioning for
 // that scope) must bear on the question, or it misleads: a lesson about another pitfall of a similar task is worse
-// than no lesson. Such candidates are kept only when the question's distinctive words are largely theirs, the
-// question meets one of their conditions (the situations they were learned in, e.g. `while <task>`), they score close
-// to the best of them, and only the best few. Weights are IDF among the owner's entries, so words every run of a kind
-// shares count little and the words naming the situation count most.
+// than no lesson. A candidate bears on the question in one of two ways:
+// - by words: the question's distinctive words are largely its own, and the question meets one of its conditions
+//   (the situations it was learned in, e.g. `while <task>`). Weights are IDF among the owner's entries, so words
+//   every run of a kind shares count little and the words naming the situation count most;
+// - by meaning: a line of the question, reduced to its failure signature, is close to one of the situations the
+//   lesson is for (ranking/situation-match.ts), whatever words it uses. Every cross-run lesson of the owner is
+//   considered this way, not only those the first phase found.
+// Either way, a lesson is left out where the question is closer to a situation it was surfaced in and did not apply
+// to than to any it is for; only those close to the best are kept, and only the best few.
 import type { Catalog } from "../catalog.js";
-import type { Scored } from "./hit.js";
+import type { Scored, ScoreParts } from "./hit.js";
+import { NO_PARTS } from "./hit.js";
+import type { SituationFit } from "./situation-match.js";
 
 export interface CrossRunRules {
   /** Share of the question's term weight (IDF) the lesson's index terms (text and conditions) must hold. */
@@ -27,6 +34,11 @@ export interface CrossRunRules {
   readonly relativeFloor: number;
   /** Cross-run candidates kept at most. */
   readonly maximum: number;
+  /**
+   * Similarity (cosine of failure signatures) at which a question part meets a lesson's situation by meaning; also
+   * the least similarity to a situation it did not apply to that keeps it out.
+   */
+  readonly minSituationFit: number;
 }
 
 export interface CrossRunInput {
@@ -34,8 +46,11 @@ export interface CrossRunInput {
   readonly scores: Map<number, Scored>;
   /** Whether a candidate is knowledge from a run outside the question's scope. */
   readonly isCrossRun: (seq: number) => boolean;
-  /** The question's index terms. */
-  readonly queryTerms: ReadonlySet<string>;
+  /**
+   * The index terms of the question's parts: the whole question, and each of its lines when it has several (a task
+   * and the log lines an agent met read as separate facets; a lesson may bear on one of them).
+   */
+  readonly questionTerms: readonly ReadonlySet<string>[];
   /** A candidate's stored index terms. */
   readonly termsOf: (seq: number) => ReadonlySet<string>;
   /** The index terms of each of a candidate's conditions; empty when it has none. */
@@ -43,32 +58,63 @@ export interface CrossRunInput {
   /** How many of the owner's entries hold a term, and how many entries the owner has. */
   readonly documentFrequency: (owner: number, term: string) => number;
   readonly documentCount: (owner: number) => number;
+  /** The owner's cross-run knowledge in the reader's view, candidates or not: each may bear on the question by meaning. */
+  readonly knowledge: readonly number[];
+  /** How a candidate's situations fit the question. */
+  readonly situationFit: (seq: number) => SituationFit;
   readonly rules: CrossRunRules;
 }
 
-/** Removes the cross-run candidates that do not bear on the question from `scores`. */
+/**
+ * Removes the cross-run candidates that do not bear on the question from `scores`, and adds the knowledge that bears on
+ * it by meaning alone, scored by that fit relative to the best candidate.
+ */
 export function admitCrossRunKnowledge(input: CrossRunInput): void {
   const { scores, rules } = input;
-  const crossRun = [...scores].filter(([seq]) => input.isCrossRun(seq));
-  if (crossRun.length === 0) return;
-  const admitted = crossRun
-    .filter(([seq]) => {
-      const covered = coverage(input, seq);
-      return covered >= rules.minCoverage && (covered >= rules.sufficientCoverage || conditionCoverage(input, seq) >= rules.minConditionCoverage);
-    })
-    .sort((a, b) => b[1].score - a[1].score || b[0] - a[0]);
-  const best = admitted[0]?.[1].score ?? 0;
-  const kept = new Set(admitted.filter(([, s]) => s.score >= rules.relativeFloor * best).slice(0, rules.maximum).map(([seq]) => seq));
-  for (const [seq] of crossRun) if (!kept.has(seq)) scores.delete(seq);
+  const considered = new Set([...scores.keys()].filter((seq) => input.isCrossRun(seq)));
+  for (const seq of input.knowledge) if (input.isCrossRun(seq)) considered.add(seq);
+  if (considered.size === 0) return;
+  const admitted: { seq: number; strength: number }[] = [];
+  for (const seq of considered) {
+    const fit = input.situationFit(seq);
+    if (fit.against >= rules.minSituationFit && fit.against >= fit.bearing) continue;
+    const byMeaning = fit.bearing >= rules.minSituationFit ? fit.bearing : 0;
+    let byWords = 0;
+    if (scores.has(seq)) {
+      for (const queryTerms of input.questionTerms) {
+        const covered = coverage(input, queryTerms, seq);
+        if (covered >= rules.minCoverage && (covered >= rules.sufficientCoverage || conditionCoverage(input, queryTerms, seq) >= rules.minConditionCoverage)) byWords = Math.max(byWords, covered);
+      }
+    }
+    const strength = Math.max(byMeaning, byWords);
+    if (strength > 0) admitted.push({ seq, strength });
+  }
+  admitted.sort((a, b) => b.strength - a.strength || b.seq - a.seq);
+  const best = admitted[0]?.strength ?? 0;
+  const kept = admitted.filter((a) => a.strength >= rules.relativeFloor * best).slice(0, rules.maximum);
+  const keptSeqs = new Set(kept.map((a) => a.seq));
+  for (const seq of considered) if (!keptSeqs.has(seq)) scores.delete(seq);
+  // Found by meaning, a lesson may have scored little or not at all in the first phase: it ranks by its fit, against
+  // the best score of what was found.
+  const top = Math.max(0, ...[...scores.values()].map((s) => s.score));
+  for (const { seq, strength } of kept) {
+    const scored = scores.get(seq);
+    const floor = strength * (top > 0 ? top : 1);
+    if (scored === undefined || scored.score < floor) scores.set(seq, { score: floor, parts: scored?.parts ?? situationalParts(strength) });
+  }
+}
+
+function situationalParts(strength: number): ScoreParts {
+  return { ...NO_PARTS, semantic: strength };
 }
 
 /** IDF-weighted share of the question's terms the candidate holds. */
-function coverage(input: CrossRunInput, seq: number): number {
+function coverage(input: CrossRunInput, queryTerms: ReadonlySet<string>, seq: number): number {
   const owner = input.catalog.ownerOf(seq);
   const held = input.termsOf(seq);
   let total = 0;
   let shared = 0;
-  for (const term of input.queryTerms) {
+  for (const term of queryTerms) {
     const weight = idf(input, owner, term);
     total += weight;
     if (held.has(term)) shared += weight;
@@ -81,7 +127,7 @@ function coverage(input: CrossRunInput, seq: number): number {
  * condition counts only when the question shares a rare word of it (see CrossRunRules.distinctiveIdf): words every
  * task of a kind uses ("the billing API") do not say the lesson's situation is the question's.
  */
-function conditionCoverage(input: CrossRunInput, seq: number): number {
+function conditionCoverage(input: CrossRunInput, queryTerms: ReadonlySet<string>, seq: number): number {
   const conditions = input.conditionsOf(seq);
   if (conditions.length === 0) return 1;
   const owner = input.catalog.ownerOf(seq);
@@ -94,7 +140,7 @@ function conditionCoverage(input: CrossRunInput, seq: number): number {
     for (const term of condition) {
       const weight = idf(input, owner, term);
       total += weight;
-      if (!input.queryTerms.has(term)) continue;
+      if (!queryTerms.has(term)) continue;
       held += weight;
       if (weight >= rareIdf || input.documentFrequency(owner, term) <= 2) distinctive = true;
     }

@@ -51,5 +51,6 @@ export const DEFAULT_TUNING: SearchTuning = {
     distinctiveIdf: 0.55,
     relativeFloor: 0.6,
     maximum: 3,
+    minSituationFit: 0.8,
   },
 };

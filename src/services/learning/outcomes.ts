@@ -46,6 +46,7 @@ export function outcomeHandlers(outcomes: Outcomes): Handlers {
         deduplicated: result.deduplicated,
         entriesReinforced: result.entriesReinforced,
         skippedEntryIds: [...result.skippedEntryIds],
+        credits: result.credits.map((c) => ({ entryId: c.entryId, effect: c.effect, reason: c.reason })),
       };
     },
 

@@ -1,0 +1,101 @@
+// The situations lessons are learned and used in: the failure signatures of the evidence a lesson was drawn from, the
+// situation of a run that an outcome speaks about, whether a lesson bears on that situation, and a lesson's postings
+// and vector made again when its situations grow.
+import type { Embedder } from "../retrieval/embedder.js";
+import { SituationVectors } from "../retrieval/ranking/situation-match.js";
+import { lessonIndexText, signatureOf, situationsOf } from "../retrieval/situations.js";
+import { termFrequencies, terms } from "../retrieval/text.js";
+import type { EntryRecord, EntryStore, Reindex } from "../storage/entry-store.js";
+import { chunkedVisibleSeqs } from "../memory/scan.js";
+import type { EvidenceItem } from "./evidence.js";
+import { hasHardError } from "./extraction/lesson-text.js";
+import type { OutcomeStore } from "./outcome-store.js";
+
+/** Failure signatures a candidate lesson takes from its evidence, and a run's situation at most. */
+const MAX_SIGNATURES = 4;
+/** A run's most recent entries read for its situation. */
+const RUN_ENTRIES_READ = 400;
+/** Share of a lesson's own fix terms a run's actions must hold for the fix to count as applied there. */
+const FIX_APPLIED_SHARE = 0.6;
+
+/** The situation of a run, as an outcome about it is judged. */
+export interface RunSituation {
+  /** Failure signatures of what went wrong in the run; empty when nothing did. */
+  readonly failures: readonly string[];
+  /** The run's opening entry (its task), as a signature; "" when the run is empty. */
+  readonly task: string;
+  /** Index terms of everything the run wrote: what it did, for telling whether a lesson's fix was applied. */
+  readonly terms: ReadonlySet<string>;
+}
+
+function isFailedStep(item: Pick<EvidenceItem, "outcome" | "signal">): boolean {
+  return item.outcome === "failure" || (item.outcome !== "success" && item.signal < 0);
+}
+
+/** Distinct non-empty signatures of texts, in order, at most `max`. */
+function signatures(texts: Iterable<string>, max = MAX_SIGNATURES): string[] {
+  const out: string[] = [];
+  for (const text of texts) {
+    const signature = signatureOf(text);
+    if (signature !== "" && !out.includes(signature)) out.push(signature);
+    if (out.length >= max) break;
+  }
+  return out;
+}
+
+/** The failure signatures of the evidence a lesson was drawn from: its error reports and failed steps. */
+export function candidateSituations(sourceIds: readonly string[], evidence: ReadonlyMap<string, EvidenceItem>): string[] {
+  const failures: string[] = [];
+  for (const id of sourceIds) {
+    const item = evidence.get(id);
+    if (item === undefined) continue;
+    if (item.kind === "step_outcome" || item.kind === "run_outcome" ? isFailedStep(item) : hasHardError(item.content)) failures.push(item.content);
+  }
+  return signatures(failures);
+}
+
+/** The situation of a run, read from its newest entries and its failed steps, in the owner's scope. */
+export function runSituation(entries: EntryStore, outcomes: OutcomeStore, owner: number, runId: string): RunSituation {
+  const reported: string[] = [];
+  const words = new Set<string>();
+  let opening = "";
+  let read = 0;
+  for (const seq of chunkedVisibleSeqs(entries, owner, runId, true)) {
+    if (read++ >= RUN_ENTRIES_READ) break;
+    const entry = entries.get(seq);
+    if (entry === undefined || entry.entryType === "lesson" || entry.entryType === "rule") continue;
+    opening = entry.content;
+    for (const term of terms(entry.content)) words.add(term);
+    if (hasHardError(entry.content)) reported.push(entry.content);
+  }
+  const failedSteps = outcomes.stepOutcomesOfRun(owner, runId, RUN_ENTRIES_READ).filter(isFailedStep).map((step) => step.rationale);
+  // Entries were read newest first: the errors that started the trouble come first, then what failed steps said.
+  return { failures: signatures([...reported.reverse(), ...failedSteps]), task: signatureOf(opening), terms: words };
+}
+
+/** Whether a run applied a lesson's fix: most of the words the lesson says beyond its situations are in what the run wrote. */
+export function appliedFix(lesson: EntryRecord, run: RunSituation): boolean {
+  const situations = situationsOf(lesson.metadataJson);
+  const situational = new Set(terms([...situations.conditions, ...situations.seen].join("\n")));
+  const own = new Set(terms(lesson.content).filter((t) => !situational.has(t)));
+  if (own.size === 0) return false;
+  let held = 0;
+  for (const term of own) if (run.terms.has(term)) held++;
+  return held / own.size >= FIX_APPLIED_SHARE;
+}
+
+/** How closely a run's failures meet a lesson's situations, in [0, 1] (0 without a local embedder or failures). */
+export function bearingOn(vectors: SituationVectors, lesson: EntryRecord, run: RunSituation): number {
+  const parts = run.failures.flatMap((failure) => vectors.vectorOf(failure) ?? []);
+  return vectors.fit(parts, situationsOf(lesson.metadataJson)).bearing;
+}
+
+/** A lesson's postings and vector for its content and the situations its (new) metadata holds. */
+export async function lessonReindex(embedder: Embedder, content: string, metadataJson: string): Promise<Reindex> {
+  const text = lessonIndexText(content, situationsOf(metadataJson));
+  const [vector] = await embedder.embed([text]);
+  if (vector === undefined) throw new Error("the embedder returned no vector");
+  return { termFreqs: termFrequencies(text), vector };
+}
+
+export { SituationVectors };
