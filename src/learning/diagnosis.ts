@@ -9,6 +9,7 @@ import { terms } from "../retrieval/text.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
+import { keyTerms } from "./extraction/term-sets.js";
 import { situationsOf } from "../retrieval/situations.js";
 import { DEFAULT_TUNING } from "../retrieval/ranking/tuning.js";
 import { TimeSlicer } from "../memory/scan.js";
@@ -22,6 +23,8 @@ const CANDIDATES = 200;
 const SAME_FAILURE_OVERLAP = 0.4;
 /** IDF-weighted share of the error's terms a lesson must hold to be about it by its words. */
 export const DIAGNOSE_MIN_COVERAGE = 0.5;
+/** Distinctive terms of the error a lesson must share to be about it by its words. */
+const MIN_SHARED_TERMS = 2;
 /** Share of the best match's strength a lesson must reach to be returned. */
 const RELATIVE_FLOOR = 0.8;
 
@@ -47,11 +50,11 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   const matches = await searchLessons(index, input.owner, text, inScope, CANDIDATES);
   const typeWord = input.errorType.toLowerCase();
   const question = index.situations.questionParts(text);
-  const errorTerms = new Set(terms(text));
+  const errorTerms = keyTerms(text);
   const documents = catalog.documentStats(input.owner).count;
-  const idf = (term: string): number => {
+  const idf = (term: string): number | undefined => {
     const df = index.sparse.documentFrequency(input.owner, term);
-    return Math.log(1 + (documents - df + 0.5) / (df + 0.5));
+    return df === 0 ? undefined : Math.log(1 + (documents - df + 0.5) / (df + 0.5));
   };
   const minFit = DEFAULT_TUNING.crossRun.minSituationFit;
   const about: { record: EntryRecord; strength: number; score: number }[] = [];
@@ -64,9 +67,14 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
     const fit = index.situations.fit(question, situationsOf(record.metadataJson));
     if (fit.against >= minFit && fit.against >= fit.bearing) continue;
     const covered = coverage(errorTerms, new Set(entries.termsOf(match.seq)?.keys() ?? []), idf);
-    const strength = Math.max(covered >= DIAGNOSE_MIN_COVERAGE ? covered : 0, fit.bearing >= minFit ? fit.bearing : 0);
-    if (strength === 0) continue;
+    // A lesson naming the error class the caller gave (`ETIMEDOUT`, `TypeError`) is about that error.
     const namesType = typeWord !== "" && `${record.content} ${record.metadataJson}`.toLowerCase().includes(typeWord);
+    const strength = Math.max(
+      covered >= DIAGNOSE_MIN_COVERAGE ? covered : 0,
+      fit.bearing >= minFit ? fit.bearing : 0,
+      namesType ? minFit : 0,
+    );
+    if (strength === 0) continue;
     about.push({ record, strength, score: match.score * (namesType ? 1.3 : 1) });
   }
   const best = Math.max(0, ...about.map((a) => a.strength));
@@ -115,16 +123,24 @@ function summaryOf(found: readonly { record: EntryRecord }[], fixes: readonly Pa
   return `${parts.join(". ")}.`;
 }
 
-/** IDF-weighted share of the error's terms a lesson holds. */
-function coverage(errorTerms: ReadonlySet<string>, held: ReadonlySet<string>, idf: (term: string) => number): number {
+/**
+ * IDF-weighted share of the error's distinctive terms a lesson holds, among those the owner's memory knows: a word no
+ * entry holds (a host, an id, a word of a log format) cannot tell one lesson from another. 0 when fewer than
+ * MIN_SHARED_TERMS are shared.
+ */
+function coverage(errorTerms: ReadonlySet<string>, held: ReadonlySet<string>, idf: (term: string) => number | undefined): number {
   let total = 0;
   let shared = 0;
+  let count = 0;
   for (const term of errorTerms) {
     const weight = idf(term);
+    if (weight === undefined) continue;
     total += weight;
-    if (held.has(term)) shared += weight;
+    if (!held.has(term)) continue;
+    shared += weight;
+    count++;
   }
-  return total === 0 ? 0 : shared / total;
+  return total === 0 || count < MIN_SHARED_TERMS ? 0 : shared / total;
 }
 
 function clip(text: string): string {

@@ -194,7 +194,8 @@ export class Outcomes {
     if (saidNotApplicable) {
       return { effect: "dissociated", reason: `the outcome says it did not apply in run ${JSON.stringify(input.runId)}: it is no longer recalled for that situation; its confidence is unchanged`, situations: situation };
     }
-    if (situation.length === 0) return { effect: "penalized", reason: "", situations: [] };
+    // A run that met no failure gives nothing to tell the lesson's situation from: the outcome counts against it.
+    if (run.failures.length === 0) return { effect: "penalized", reason: "", situations: [] };
     if (appliedFix(lesson, run)) return { effect: "penalized", reason: `its fix was applied in run ${JSON.stringify(input.runId)} and the run failed`, situations: [] };
     const bearing = bearingOn(this.#index.situations, lesson, run);
     if (bearing >= OWN_SITUATION_FIT) return { effect: "penalized", reason: `run ${JSON.stringify(input.runId)} met its own situation (fit ${bearing.toFixed(2)}) and failed`, situations: [] };
