@@ -4,6 +4,7 @@
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryRecord, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
+import { indexTextOf } from "../retrieval/situations.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { MemoryIndex } from "./memory-index.js";
 
@@ -26,9 +27,11 @@ export class EntryChanges {
     if (current === undefined) return undefined;
     let reindex: Reindex | undefined;
     if (patch.content !== undefined && patch.content !== current.content) {
-      const [vector] = await this.#index.embedder.embed([patch.content]);
+      // A lesson keeps being found by its situations under its new wording.
+      const text = indexTextOf({ ...current, content: patch.content, metadataJson: patch.metadataJson ?? current.metadataJson });
+      const [vector] = await this.#index.embedder.embed([text]);
       if (vector === undefined) throw new Error("the embedder returned no vector");
-      reindex = { termFreqs: termFrequencies(patch.content), vector };
+      reindex = { termFreqs: termFrequencies(text), vector };
     }
     const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
     if (updated === undefined || updated.after === updated.before) return updated;

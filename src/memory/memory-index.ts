@@ -13,6 +13,7 @@ import { readSparseSnapshot, writeSparseSnapshot, type SnapshotStamp } from "../
 import { VectorIndex } from "../retrieval/vector-index.js";
 import { SearchEngine } from "../retrieval/search-engine.js";
 import { SituationVectors } from "../retrieval/ranking/situation-match.js";
+import { indexTextOf } from "../retrieval/situations.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
 import { VectorSpaces } from "./vector-spaces.js";
@@ -55,13 +56,13 @@ export class MemoryIndex {
   /** Embeds what has no caller vector and computes postings: everything a write needs besides the record. */
   async prepare(items: readonly { entry: NewEntry; vector?: Float32Array | undefined; spaceVectors?: readonly SpaceVector[] | undefined }[]): Promise<PreparedEntry[]> {
     const missing = items.flatMap((item, i) => (item.vector === undefined ? [i] : []));
-    const embedded = await this.embedder.embed(missing.map((i) => (items[i] as { entry: NewEntry }).entry.content));
+    const embedded = await this.embedder.embed(missing.map((i) => indexTextOf((items[i] as { entry: NewEntry }).entry)));
     const vectors = items.map((item) => item.vector);
     missing.forEach((at, j) => (vectors[at] = embedded[j]));
     return items.map((item, i) => ({
       entry: item.entry,
       vector: vectors[i] as Float32Array,
-      termFreqs: termFrequencies(item.entry.content),
+      termFreqs: termFrequencies(indexTextOf(item.entry)),
       spaceVectors: item.spaceVectors,
     }));
   }
@@ -211,7 +212,7 @@ export class MemoryIndex {
       // Batches are read a page at a time, never through an iterator held across the awaits (see Storage).
       for (let batch = this.#entries.entriesPage(0, REEMBED_BATCH); batch.length > 0; ) {
         const rows = batch;
-        const vectors = await this.embedder.embed(rows.map((row) => row.content));
+        const vectors = await this.embedder.embed(rows.map((row) => indexTextOf(row)));
         await this.#storage.transaction(() => rows.forEach((row, i) => this.#entries.putVectorInTransaction(row.seq, vectors[i] as Float32Array)));
         batch = rows.length < REEMBED_BATCH ? [] : this.#entries.entriesPage((rows[rows.length - 1] as { seq: number }).seq, REEMBED_BATCH);
       }

@@ -49,6 +49,8 @@ export interface SearchResult {
   readonly denseCandidates: number;
 }
 
+/** Lessons and rules of a scope compared by meaning at most (see knowledgeByMeaning). */
+const MAX_KNOWLEDGE_BY_MEANING = 500;
 /** Lines of a question read as parts of their own. */
 const MAX_QUESTION_LINES = 12;
 
@@ -122,7 +124,7 @@ export class SearchEngine {
       conditionsOf: (seq) => situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}").conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
-      knowledge: [...new Set(scopes.flatMap((scope) => scope.knowledge.flat()))].filter((seq) => !catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)),
+      knowledge: knowledgeByMeaning(scopes.flatMap((scope) => scope.knowledge.flat()), (seq) => !catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)),
       situationFit: (seq) => this.#situations.fit(questionParts, situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}")),
       rules: tuning.crossRun,
     });
@@ -178,6 +180,20 @@ function penaliseAuditions(catalog: Catalog, scores: Map<number, Scored>, scoped
   for (const [seq, scored] of scores) {
     if (catalog.isAuditioning(seq) && !scopedRuns.has(catalog.runOf(seq))) scores.set(seq, { ...scored, score: scored.score * penalty });
   }
+}
+
+/**
+ * The scope's knowledge compared by meaning whether or not the first phase found it: the newest MAX_KNOWLEDGE_BY_MEANING
+ * that may be guidance, so that a query stays bounded however much an owner has learned.
+ */
+function knowledgeByMeaning(seqs: readonly number[], usable: (seq: number) => boolean): number[] {
+  const newestFirst = [...new Set(seqs)].sort((a, b) => b - a);
+  const out: number[] = [];
+  for (const seq of newestFirst) {
+    if (out.length >= MAX_KNOWLEDGE_BY_MEANING) break;
+    if (usable(seq)) out.push(seq);
+  }
+  return out;
 }
 
 /** The term sets of a question's parts: the whole, then each of its first lines when it has several. */

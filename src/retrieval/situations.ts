@@ -94,7 +94,9 @@ export function situationsOf(metadataJson: string): LessonSituations {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return EMPTY;
   const record = value as Record<string, unknown>;
   const strings = (key: string): string[] => (Array.isArray(record[key]) ? (record[key] as unknown[]).filter((c): c is string => typeof c === "string") : []);
-  return { conditions: strings("conditions"), seen: strings("situations"), notFor: strings("not_for") };
+  // Reflection writes `conditions`; an agent writing a lesson itself (batch_insert's `lesson_conditions_json`) writes
+  // `lesson_conditions`.
+  return { conditions: [...strings("conditions"), ...strings("lesson_conditions")], seen: strings("situations"), notFor: strings("not_for") };
 }
 
 /**
@@ -128,4 +130,9 @@ export function withSituations(metadataJson: string, key: "conditions" | "situat
  */
 export function lessonIndexText(content: string, situations: Pick<LessonSituations, "conditions" | "seen">): string {
   return [content, ...situations.conditions, ...situations.seen].join("\n");
+}
+
+/** The text an entry is indexed by: a lesson's or rule's with its situations (see lessonIndexText), else its content. */
+export function indexTextOf(entry: { readonly entryType: string; readonly content: string; readonly metadataJson: string }): string {
+  return entry.entryType === "lesson" || entry.entryType === "rule" ? lessonIndexText(entry.content, situationsOf(entry.metadataJson)) : entry.content;
 }
