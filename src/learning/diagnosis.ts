@@ -11,6 +11,7 @@ import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
 import { keyTerms } from "./extraction/term-sets.js";
 import { situationsOf } from "../retrieval/situations.js";
+import { SituationVectors } from "../retrieval/ranking/situation-match.js";
 import { DEFAULT_TUNING } from "../retrieval/ranking/tuning.js";
 import { TimeSlicer } from "../memory/scan.js";
 import type { OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
@@ -49,6 +50,11 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   const text = input.errorType === "" ? input.errorText : `${input.errorText} ${input.errorType}`;
   const matches = await searchLessons(index, input.owner, text, inScope, CANDIDATES);
   const typeWord = input.errorType.toLowerCase();
+  const lessons = matches.flatMap((match) => {
+    const record = entries.get(match.seq);
+    return record === undefined ? [] : [{ match, record, situations: situationsOf(record.metadataJson) }];
+  });
+  await index.situations.prepare([...SituationVectors.partsOf(text), ...lessons.flatMap((l) => SituationVectors.textsOf(l.situations))]);
   const question = index.situations.questionParts(text);
   const errorTerms = keyTerms(text);
   const documents = catalog.documentStats(input.owner).count;
@@ -58,13 +64,11 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   };
   const minFit = DEFAULT_TUNING.crossRun.minSituationFit;
   const about: { record: EntryRecord; strength: number; score: number }[] = [];
-  for (const match of matches) {
-    const record = entries.get(match.seq);
-    if (record === undefined) continue;
+  for (const { match, record, situations } of lessons) {
     const kind = lessonTypeOf(record);
     if (kind !== "failure" && kind !== "rule") continue;
     if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
-    const fit = index.situations.fit(question, situationsOf(record.metadataJson));
+    const fit = index.situations.fit(question, situations);
     if (fit.against >= minFit && fit.against >= fit.bearing) continue;
     const covered = coverage(errorTerms, new Set(entries.termsOf(match.seq)?.keys() ?? []), idf);
     // A lesson naming the error class the caller gave (`ETIMEDOUT`, `TypeError`) is about that error.

@@ -84,10 +84,12 @@ export function appliedFix(lesson: EntryRecord, run: RunSituation): boolean {
   return held / own.size >= FIX_APPLIED_SHARE;
 }
 
-/** How closely a run's failures meet a lesson's situations, in [0, 1] (0 without a local embedder or failures). */
-export function bearingOn(vectors: SituationVectors, lesson: EntryRecord, run: RunSituation): number {
+/** How closely a run's failures meet a lesson's situations, in [0, 1] (0 when the run met no failure). */
+export async function bearingOn(vectors: SituationVectors, lesson: EntryRecord, run: RunSituation): Promise<number> {
+  const situations = situationsOf(lesson.metadataJson);
+  await vectors.prepare([...run.failures, ...SituationVectors.textsOf(situations)]);
   const parts = run.failures.flatMap((failure) => vectors.vectorOf(failure) ?? []);
-  return vectors.fit(parts, situationsOf(lesson.metadataJson)).bearing;
+  return vectors.fit(parts, situations).bearing;
 }
 
 /** A lesson's postings and vector for its content and the situations its (new) metadata holds. */

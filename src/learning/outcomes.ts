@@ -111,7 +111,7 @@ export class Outcomes {
       if (entry === undefined) skipped.push(id);
       else if (!credited.some((e) => e.seq === entry.seq)) credited.push(entry);
     }
-    const plans = input.signal === 0 ? new Map<number, CreditPlan>() : this.#plan(input, credited);
+    const plans = input.signal === 0 ? new Map<number, CreditPlan>() : await this.#plan(input, credited);
     const reindexes = await this.#reindexes(credited, plans);
     const now = Date.now();
     const committed = await this.#storage.transaction(() => {
@@ -176,17 +176,17 @@ export class Outcomes {
    * How the outcome applies to each credited lesson or rule of another run, judged in the run's situation (see the
    * module comment). Entries of the run itself are credited as they are.
    */
-  #plan(input: OutcomeInput, credited: readonly EntryRecord[]): Map<number, CreditPlan> {
+  async #plan(input: OutcomeInput, credited: readonly EntryRecord[]): Promise<Map<number, CreditPlan>> {
     const plans = new Map<number, CreditPlan>();
     const elsewhere = credited.filter((e) => (e.entryType === "lesson" || e.entryType === "rule") && e.runId !== input.runId);
     if (elsewhere.length === 0) return plans;
     const run = runSituation(this.#entries, this.#store, input.owner, input.runId);
     const saidNotApplicable = DID_NOT_APPLY.test(input.rationale);
-    for (const lesson of elsewhere) plans.set(lesson.seq, this.#planOne(input, lesson, run, saidNotApplicable));
+    for (const lesson of elsewhere) plans.set(lesson.seq, await this.#planOne(input, lesson, run, saidNotApplicable));
     return plans;
   }
 
-  #planOne(input: OutcomeInput, lesson: EntryRecord, run: RunSituation, saidNotApplicable: boolean): CreditPlan {
+  async #planOne(input: OutcomeInput, lesson: EntryRecord, run: RunSituation, saidNotApplicable: boolean): Promise<CreditPlan> {
     const situation = run.failures.length > 0 ? run.failures : run.task === "" ? [] : [run.task];
     if (input.signal > 0) {
       return { effect: "reinforced", reason: run.failures.length === 0 ? "" : `it helped in run ${JSON.stringify(input.runId)}: the failure met there is now one of its situations`, situations: run.failures };
@@ -197,7 +197,7 @@ export class Outcomes {
     // A run that met no failure gives nothing to tell the lesson's situation from: the outcome counts against it.
     if (run.failures.length === 0) return { effect: "penalized", reason: "", situations: [] };
     if (appliedFix(lesson, run)) return { effect: "penalized", reason: `its fix was applied in run ${JSON.stringify(input.runId)} and the run failed`, situations: [] };
-    const bearing = bearingOn(this.#index.situations, lesson, run);
+    const bearing = await bearingOn(this.#index.situations, lesson, run);
     if (bearing >= OWN_SITUATION_FIT) return { effect: "penalized", reason: `run ${JSON.stringify(input.runId)} met its own situation (fit ${bearing.toFixed(2)}) and failed`, situations: [] };
     return {
       effect: "dissociated",

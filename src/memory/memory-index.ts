@@ -49,7 +49,7 @@ export class MemoryIndex {
     this.#snapshotFile = path.join(path.dirname(storage.dir), "sparse-postings.snapshot");
     this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger, (seq) => this.catalog.ownerOf(seq));
     this.spaces = new VectorSpaces(entries.spaces, this.catalog, logger);
-    this.situations = new SituationVectors(embedder.embedOne?.bind(embedder));
+    this.situations = new SituationVectors(embedder);
     this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense, this.situations);
   }
 

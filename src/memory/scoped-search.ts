@@ -5,7 +5,7 @@ import { isAdmin, type Principal } from "../auth/principal.js";
 import type { AccessControl } from "../acl/access-control.js";
 import type { RunScope } from "../retrieval/catalog.js";
 import { rerankByEnvTags, type EnvTag } from "../retrieval/env-tags.js";
-import type { Budget, RankBy, SearchResult } from "../retrieval/search-engine.js";
+import type { Budget, RankBy, SearchRequest, SearchResult } from "../retrieval/search-engine.js";
 import type { EntryType } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
 
@@ -72,7 +72,7 @@ async function questionVector(index: MemoryIndex, q: Question): Promise<{ vector
 export async function searchReadable(index: MemoryIndex, acl: AccessControl, caller: Principal, q: Question): Promise<Retrieved> {
   const inSpace = q.vectorSpace !== undefined && q.vectorSpace !== "" && q.vector !== undefined;
   const { vector, skipped } = await questionVector(index, q);
-  const result = index.search.search({
+  const request: SearchRequest = {
     dense: inSpace ? index.spaces.source(q.vectorSpace as string, (q.vector as Float32Array).length) : undefined,
     owner: caller.userId,
     scopes: withinLanes(readableScopes(acl, caller, q.runIds), q.lanes),
@@ -90,7 +90,9 @@ export async function searchReadable(index: MemoryIndex, acl: AccessControl, cal
     limit: q.limit,
     budget: q.budget,
     rankBy: q.rankBy,
-  });
+  };
+  await index.search.prepareSituations(request);
+  const result = index.search.search(request);
   const hits = q.envTags === undefined || q.envTags.length === 0 ? result.hits : rerankByEnvTags(result.hits, q.envTags);
   return { ...result, hits, vectorSkipped: skipped };
 }

@@ -7,7 +7,7 @@ import type { SparseIndex } from "./sparse-index.js";
 import type { DenseSource, VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
 import { modeOf, type Hit, type Scored, type ScoreParts, type ToHit } from "./ranking/hit.js";
-import { candidateLists, ownerScopes } from "./ranking/owner-scope.js";
+import { candidateLists, ownerScopes, type OwnerScope } from "./ranking/owner-scope.js";
 import { lexicalCandidates } from "./ranking/lexical-stage.js";
 import { fuse, smoothNeighbours } from "./ranking/fusion.js";
 import { overlayKnowledge, placeReferences, referencedSeqs } from "./ranking/overlays.js";
@@ -124,7 +124,7 @@ export class SearchEngine {
       conditionsOf: (seq) => situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}").conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
-      knowledge: knowledgeByMeaning(scopes.flatMap((scope) => scope.knowledge.flat()), (seq) => !catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)),
+      knowledge: knowledgeByMeaning(catalog, scopes, accept),
       situationFit: (seq) => this.#situations.fit(questionParts, situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}")),
       rules: tuning.crossRun,
     });
@@ -165,6 +165,20 @@ export class SearchEngine {
     };
   }
 
+  /**
+   * Embeds, with a remote embedder, the situations a search of `req` will compare by meaning: the question's parts
+   * and the situations of the scope's knowledge (ranking is synchronous; see SituationVectors).
+   */
+  async prepareSituations(req: SearchRequest): Promise<void> {
+    if (this.#situations.inProcess) return;
+    const globalLessonOwner = req.includeGlobalLessons ? req.owner : undefined;
+    const scopes = ownerScopes(this.#catalog, req.scopes, globalLessonOwner);
+    const knowledge = knowledgeByMeaning(this.#catalog, scopes, this.#acceptor(req, globalLessonOwner));
+    const texts = SituationVectors.partsOf(req.text);
+    for (const seq of knowledge) texts.push(...SituationVectors.textsOf(situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}")));
+    await this.#situations.prepare(texts);
+  }
+
   /** Whether an entry may be a candidate: in the reader's scope and passing the filters. */
   #acceptor(req: SearchRequest, globalLessonOwner: number | undefined): (seq: number) => boolean {
     const catalog = this.#catalog;
@@ -186,12 +200,12 @@ function penaliseAuditions(catalog: Catalog, scores: Map<number, Scored>, scoped
  * The scope's knowledge compared by meaning whether or not the first phase found it: the newest MAX_KNOWLEDGE_BY_MEANING
  * that may be guidance, so that a query stays bounded however much an owner has learned.
  */
-function knowledgeByMeaning(seqs: readonly number[], usable: (seq: number) => boolean): number[] {
-  const newestFirst = [...new Set(seqs)].sort((a, b) => b - a);
+function knowledgeByMeaning(catalog: Catalog, scopes: readonly OwnerScope[], accept: (seq: number) => boolean): number[] {
+  const newestFirst = [...new Set(scopes.flatMap((scope) => scope.knowledge.flat()))].sort((a, b) => b - a);
   const out: number[] = [];
   for (const seq of newestFirst) {
     if (out.length >= MAX_KNOWLEDGE_BY_MEANING) break;
-    if (usable(seq)) out.push(seq);
+    if (!catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)) out.push(seq);
   }
   return out;
 }

@@ -82,6 +82,8 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
         limit: Math.min(400, limitPerSection * CANDIDATES_PER_SECTION_SLOT * 2),
         budget: oneOf("budget", req.budget, BUDGETS, "mid"),
         rankBy: "relevance" as const,
+        // An embedding endpoint that fails leaves the block to the words of the query, as query does.
+        tolerateEmbedderFailure: true,
       };
       let candidates: Candidate[];
       let recencyFallback = false;
