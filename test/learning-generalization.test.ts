@@ -261,6 +261,23 @@ describe("credit in context: a lesson surfaced for another failure", () => {
   });
 });
 
+describe("promotion with honest feedback", () => {
+  it("promotes a lesson that helped in two other runs although those runs also reported unrelated lessons as not applying", async () => {
+    const key = await fresh("promotion");
+    const kafka = await learnAndAudition(rest(), key, "kafka-a", kafkaRun(), 2);
+    const mail = await learnAndAudition(rest(), key, "mail-a", mailRun(), 2);
+    for (const [i, runId] of ["kafka-b", "kafka-c"].entries()) {
+      await ingestAndWait(rest(), key, runId, [trace("task: Drain the refunds topic"), trace(kafkaError(`2026-03-0${5 + i}T08:00:00Z`, `refunds-sink-${i}`)), trace(`action: ${KAFKA_FIX}`), trace("result: drained")]);
+      // The agent credits what helped, and says the other lesson it was shown did not apply.
+      await ok(rest(), L.outcome, { run_id: runId, outcome: "success", signal: 1, entry_ids: [kafka], rationale: "the recalled lesson fixed it" }, key);
+      const negative = await failed(rest(), key, runId, mail, "A recalled lesson did not apply to this failure");
+      expect(creditOf(negative, mail)).toMatchObject({ effect: "dissociated" });
+    }
+    expect(await lesson(rest(), key, kafka)).toMatchObject({ scope: "global", promotion_state: "" });
+    expect(await lesson(rest(), key, mail)).toMatchObject({ promotion_state: "auditioning" });
+  });
+});
+
 describe("credit in context: a fix that fails in its own situation", () => {
   /** A run that met the lesson's own failure, applied its fix, and failed anyway. */
   function fixFailedRun(at: string, member: string): JsonObject[] {
@@ -378,6 +395,35 @@ describe("situations by meaning", () => {
     const after = await lesson(rest(), key, id);
     expect(Number(after["confidence"])).toBeGreaterThan(Number(before["confidence"]));
     expect(creditEffects(after)).toEqual(["reinforced"]);
+  });
+
+  it("learns from a run whose traces show its fix: that run's failure, worded otherwise, becomes one of the lesson's situations", async () => {
+    const key = await fresh("same-fix");
+    const id = await learnAndAudition(rest(), key, "kafka-a", kafkaRun(), 2);
+    const own = await situationsOf(rest(), key, "kafka-a", id);
+    expect(own.situations).toHaveLength(1);
+
+    // Run B never saw the lesson: it met the failure in other words and fixed it the same way, then reflected.
+    const otherWords = "E0412 07:55:02.114 812 sink.go:41] sync failed: worker billing-sink-7 was evicted, its poll loop stalled longer than allowed";
+    await ingestAndWait(rest(), key, "kafka-b", [
+      trace("task: Backfill the refunds stream into the ledger"),
+      trace(otherWords),
+      trace(`action: ${KAFKA_FIX}`),
+      trace("result: the backfill finished, the fix worked"),
+    ]);
+    await ok(rest(), L.reflect, { run_id: "kafka-b" }, key);
+
+    const grown = await situationsOf(rest(), key, "kafka-a", id);
+    expect(grown.situations).toHaveLength(2);
+    expect(grown.situations[1]).toContain("poll loop stalled longer than allowed");
+    const audit = ((await lesson(rest(), key, id))["audit_trail"] as JsonObject[]).filter((e) => e["field"] === "situation");
+    expect(audit).toHaveLength(1);
+    expect(String(audit[0]?.["reason"])).toContain("kafka-b");
+
+    // A run that fixed another failure another way teaches the lesson nothing.
+    await ingestAndWait(rest(), key, "tls-fixed", [...tlsRun("2026-03-04T10:00:00Z", "pricing.partner.example"), trace("action: renewed the certificate with certbot and reloaded nginx"), trace("result: the feed upload worked")]);
+    await ok(rest(), L.reflect, { run_id: "tls-fixed" }, key);
+    expect((await situationsOf(rest(), key, "kafka-a", id)).situations).toHaveLength(2);
   });
 });
 

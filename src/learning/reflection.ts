@@ -15,6 +15,8 @@ import { TimeSlicer, chunkedVisibleSeqs } from "../memory/scan.js";
 import { DUPLICATE_COSINE, DUPLICATE_TERM_OVERLAP, ValidationGate, type GateDecision, type PreparedCandidate } from "./validation-gate.js";
 import { lessonIndexText, withSituations } from "../retrieval/situations.js";
 import { candidateSituations, lessonReindex } from "./lesson-situations.js";
+import { sameFixLessons, type SituationGain } from "./same-fix.js";
+import type { Learned } from "./reinforcement.js";
 
 /** The most recent items of a run reflection reads; older evidence is left out. Extraction stays a few milliseconds. */
 export const MAX_EVIDENCE_ITEMS = 1_000;
@@ -240,6 +242,26 @@ export class Reflector {
   }
 
   /**
+   * The lessons of other runs whose fix the run's new lessons apply (see same-fix.ts), each with its postings and
+   * vector for the situations it gains; a lesson merged into here is left to the merge.
+   */
+  async #sameFixGains(
+    candidates: readonly PreparedCandidate[],
+    decisions: readonly (GateDecision | { kind: "batch" })[],
+    input: ReflectRequestInput,
+  ): Promise<(SituationGain & { reindex: Reindex })[]> {
+    const mergedInto = new Set(decisions.flatMap((d) => (d.kind === "merged" ? [d.into.seq] : [])));
+    const gains = new Map<number, SituationGain & { reindex: Reindex }>();
+    for (const [index, decision] of decisions.entries()) {
+      if (decision.kind !== "accepted" && decision.kind !== "merged") continue;
+      const candidate = candidates[index] as PreparedCandidate;
+      const found = await sameFixLessons(this.#index, this.#entries, input.owner, input.runId, { ...candidate.lesson, situations: candidate.situations }, new Set([...mergedInto, ...gains.keys()]));
+      for (const gain of found) gains.set(gain.lesson.seq, { ...gain, reindex: await lessonReindex(this.#index.embedder, gain.lesson.content, gain.metadataJson) });
+    }
+    return [...gains.values()];
+  }
+
+  /**
    * What a merge adds to each lesson merged into: the candidate's conditions and failure signatures, with the lesson's
    * postings and vector made again for them (embedded here, before the transaction). Undefined when nothing is new.
    */
@@ -282,6 +304,7 @@ export class Reflector {
     autoExtracted: boolean,
   ): Promise<LessonDecisionResult[]> {
     const growth = await this.#mergeGrowth(candidates, decisions);
+    const gains = await this.#sameFixGains(candidates, decisions, input);
     const now = Date.now();
     const by = { reason: "reflection", agentId: input.agentId };
     const toWrite: { index: number; prepared: PreparedEntry }[] = [];
@@ -293,7 +316,7 @@ export class Reflector {
       const text = lessonIndexText(candidate.lesson.content, { conditions: candidate.lesson.conditions, seen: candidate.situations });
       toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(text) } });
     });
-    const { written, merged, alongside } = await this.#storage.transaction(() => {
+    const { written, merged, gained, alongside } = await this.#storage.transaction(() => {
       const written = this.#entries.writeInTransaction(
         toWrite.map((w) => w.prepared),
         now,
@@ -311,14 +334,24 @@ export class Reflector {
         const metadataJson = grown === undefined ? undefined : grownMetadata(current.metadataJson, candidates[index] as PreparedCandidate);
         merged.set(index, this.#changes.applyInTransaction(current.seq, learned, by, { sourceIds, metadataJson }, now, metadataJson === undefined ? undefined : grown?.reindex));
       });
-      return { written, merged, alongside: input.alongside?.inTransaction() };
+      const gained: (AppliedLearning | undefined)[] = [];
+      for (const gain of gains) {
+        const current = this.#entries.get(gain.lesson.seq);
+        if (current === undefined) continue;
+        const metadataJson = withSituations(current.metadataJson, "situations", gain.situations);
+        if (metadataJson === undefined) continue;
+        const kept: Learned = { learning: current.learning, confidence: current.confidence, lessonScope: current.lessonScope, moves: [] };
+        const audit = [{ at: now, field: "situation", from: "", to: "situations", reason: `run ${JSON.stringify(input.runId)} met a failure and fixed it as this lesson says: its failure is now one of the lesson's situations`, agentId: input.agentId }];
+        gained.push(this.#changes.applyInTransaction(current.seq, kept, by, { metadataJson }, now, gain.reindex, audit));
+      }
+      return { written, merged, gained, alongside: input.alongside?.inTransaction() };
     });
     this.#writer.committed(
       written,
       toWrite.map((w) => w.prepared),
       "reflect",
     );
-    this.#changes.committed([...merged.values()], "reflection");
+    this.#changes.committed([...merged.values(), ...gained], "reflection");
     input.alongside?.committed(alongside);
     const storedAt = new Map<number, EntryRecord>(toWrite.map((w, i) => [w.index, (written[i] as { record: EntryRecord }).record]));
     const results = decisions.map((decision, index): LessonDecisionResult => {

@@ -2,7 +2,7 @@
 // these, never raw text, to join failures into chains and to merge lessons that say the same thing.
 import { terms, words } from "../../retrieval/text.js";
 
-const GENERIC_TERMS = new Set(
+export const GENERIC_TERMS = new Set(
   terms("error errors failed failure fails exception tried attempted attempt step run got again still issue problem worked works fixed resolved solved succeeded success now then retry"),
 );
 
