@@ -46,6 +46,19 @@ const NUMBER = /(?<![A-Za-z]-?)\b\d+(?:[.,]\d+)*(?:ms|s|m|h|kb|mb|gb|tb|kib|mib|
 const STATUS_CODE = /\b[1-5]\d{2}\b/g;
 
 /**
+ * A log line's leading prefix: time stamps, a glog header, a level (upper case, bare or bracketed, or as a field), a
+ * bracketed tag. "Error: …" in a sentence stays: it is how the message itself begins.
+ */
+const LOG_PREFIX =
+  /^(?:\s*(?:\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?|[IWEF]\d{4}\s+\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\d+\s+[\w./-]+:\d+\]|\[?(?:ERROR|ERR|WARN|WARNING|INFO|DEBUG|FATAL|CRITICAL|E|W)\]?:?(?=\s)|(?:level|lvl|severity)=\w+|\[[\w.-]{1,40}\]))+\s*/;
+
+/** A log line with its leading prefix (time, level, source position, tag) taken off, as a person would quote it. */
+export function withoutLogPrefix(text: string): string {
+  const stripped = text.replace(LOG_PREFIX, "");
+  return stripped === "" ? text : stripped;
+}
+
+/**
  * The failure signature of an error line: lowercase words of what failed and how, in order, with the parts that
  * differ between occurrences of the same failure taken out. "" when nothing is left.
  */

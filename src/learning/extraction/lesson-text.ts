@@ -3,6 +3,7 @@
 import { sentences } from "../../retrieval/text.js";
 import { clip, collapse, lowerFirst, statementBody, stripEnd, stripLabel, stripSubject } from "./phrasing.js";
 import { attemptPhrase } from "./verb-forms.js";
+import { withoutLogPrefix } from "../../retrieval/situations.js";
 
 // The vocabularies run on every sentence of every item, so they are plain case-insensitive patterns: the unicode flag
 // makes these alternations several times slower and nothing in them needs it.
@@ -111,7 +112,7 @@ const TRIED_BUT = /^(?:.*?\b)?(?:tried|attempted)\s+(?:to\s+)?(.+?)\s*,?\s+but\s
 export function symptomOf(text: string): string {
   const tried = TRIED_BUT.exec(collapse(text));
   const told = tried?.[1] !== undefined && tried[2] !== undefined ? `${attemptPhrase(tried[1])} ${tried[2]}` : text;
-  const body = stripLabel(collapse(told))
+  const body = withoutLogPrefix(stripLabel(collapse(told)))
     .replace(/^(?:(?:we|i|the agent|agent)\s+)?(?:got|hit|saw|see|encountered|received|ran into|noticed|observed)\s+/i, "")
     .replace(/^when\s+/i, "");
   return clip(lowerFirst(stripEnd(body)), 160);
