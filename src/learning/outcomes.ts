@@ -26,7 +26,7 @@ import { appliedFix, bearingOn, lessonReindex, runSituation, type RunSituation }
 export const OWN_SITUATION_FIT = 0.75;
 /** An outcome's rationale saying the knowledge it names did not bear on the run. */
 const DID_NOT_APPLY =
-  /\b(?:did ?n[o'’]t apply|does ?n[o'’]t apply|do ?n[o'’]t apply|not appl(?:y|icable|ied here)|inapplicable|irrelevant|not relevant|unrelated|wrong (?:lesson|rule|situation|context)|another (?:failure|problem|situation|pitfall))\b/i;
+  /\b(?:did ?n[o'’]t apply|does ?n[o'’]t apply|do ?n[o'’]t apply|not appl(?:y|icable|ied here)|inapplicable|irrelevant|not relevant|unrelated|wrong (?:lesson|rule|situation|context))\b/i;
 
 /** What an outcome did to one entry it names. */
 export type CreditEffect = "reinforced" | "penalized" | "dissociated";

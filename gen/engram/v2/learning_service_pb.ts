@@ -1748,20 +1748,38 @@ export const EmergentStrategySchema: GenMessage<EmergentStrategy> = /*@__PURE__*
  * - any lesson without a pending state (also a global one) → `quarantined`:
  *   3 negative outcomes in a row — its fix stopped working.
  * - ResolveLessonPromotion ends any pending state by hand.
+ * Only outcomes that count against a lesson's belief (`penalized`) count
+ * here: a negative outcome about a lesson surfaced in a run whose failure is
+ * not its situation is `dissociated` instead (see RecordOutcomeResponse
+ * `credits`) and moves nothing.
  * Quarantined and invalidated lessons are never retrieved as guidance (not
  * by query, context or recall, not overlaid, not in diagnose or strategies);
  * stale lessons are ranked lower and never overlaid. They stay listed.
  *
+ * Engram design — situations. A lesson's `metadata_json` holds, besides its
+ * `conditions`, `situations`: the failure signatures of the runs it was
+ * learned in, was credited by a positive outcome in, or whose traces show
+ * its fix (an error line with time stamps, levels, log prefixes, ids, hosts,
+ * ports, paths and numbers taken out), and `not_for`: those of runs it was
+ * surfaced in and did not apply to. Its postings and vector are made from its
+ * text, conditions and situations.
+ *
  * Engram design — lessons reaching a run from the owner's other runs (global
  * or auditioning ones) join a query, recall or context answer only when they
- * bear on the question, since guidance for another situation misleads: the
- * lesson's words hold at least 30 % of the question's IDF weight, and either
- * 60 % of it or the question meets half of one of the lesson's conditions
- * (IDF-weighted) through a word rare among the owner's entries; at most the
- * best 3 such lessons join, each within 60 % of the best one's score. Reflection records as conditions the task a lesson was learned in
- * (`while <the run's opening entry>`) and the words of that task the lesson
- * itself speaks of (`about <words>`); learning the lesson again in another
- * run adds that run's conditions.
+ * bear on the question, since guidance for another situation misleads. By
+ * words: the lesson's words hold at least 30 % of the IDF weight of the
+ * question (or of one of its lines), and either 60 % of it or the question
+ * meets half of one of the lesson's conditions (IDF-weighted) through a word
+ * rare among the owner's entries. By meaning: a line of the question, as a
+ * failure signature, is at cosine ≥ 0.8 from one of the lesson's `when …`
+ * conditions or `situations` (embedded with the server's embedder). Never
+ * where the question is at least as close to one of its `not_for`
+ * situations. At most the best 3 such lessons join, each within 60 % of the
+ * best one's strength. Reflection records as conditions the task a lesson was
+ * learned in (`while <the run's opening entry>`), the symptom
+ * (`when <symptom>`) and the words of that task the lesson itself speaks of
+ * (`about <words>`); learning the lesson again in another run adds that
+ * run's conditions and situations.
  * - `importance`: `low`, `medium` (default), `high`, `critical`.
  *
  * @generated from service engram.v2.LearningService
@@ -1770,6 +1788,13 @@ export const LearningService: GenService<{
   /**
    * Surfaces the stored lessons most relevant to a failure: failure lessons
    * and rules that match `error_text` (and `error_type`), best first.
+   * Engram design: a ranked answer with a floor. A lesson is returned only
+   * when it is about the error: it holds at least 50 % of the IDF weight of
+   * the error's distinctive terms that the owner's memory knows (two at
+   * least), or the error's failure signature is at cosine ≥ 0.8 from one of
+   * its situations, or it names `error_type`; never when the error is closer
+   * to a situation it did not apply to; and only those within 80 % of the
+   * best. An error that matches nothing gets no lessons.
    * Errors: INVALID_ARGUMENT (empty `error_text`).
    *
    * @generated from rpc engram.v2.LearningService.Diagnose
