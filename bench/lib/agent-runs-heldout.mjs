@@ -11,6 +11,7 @@
 // appear in no other text of this generator (`checkVocabulary` proves it), so `classify` can tell which pitfall a
 // lesson or trace is about and whether it carries the fix.
 import { rng } from "./corpus.mjs";
+import { fill, int, keyPattern, pick, pitfallIndex } from "./agent-run-kit.mjs";
 
 const NAMES = ["ines", "kofi", "lena", "marek", "noah", "olga", "pavel", "rita"];
 
@@ -1839,21 +1840,7 @@ const WORDING_FIELDS = ["tasks", "symptoms", "rationale", "hints", "fixes", "res
 export const PITFALLS = FAMILIES.flatMap((family) =>
   family.pitfalls.map((p) => ({ ...p, family: family.id, ...Object.fromEntries(WORDING_FIELDS.map((field) => [field, p.wordings.flatMap((wd) => wd[field])])) })),
 );
-const PITFALL_BY_ID = new Map(PITFALLS.map((p) => [p.id, p]));
-
-export function pitfallById(id) {
-  const p = PITFALL_BY_ID.get(id);
-  if (!p) throw new Error(`unknown pitfall ${id}`);
-  return p;
-}
-
-function int(random, n) {
-  return Math.floor(random() * n);
-}
-
-function pick(random, list) {
-  return list[int(random, list.length)];
-}
+export const { pitfallById, classify } = pitfallIndex(PITFALLS);
 
 /** A run's own seed from the bench seed and its index (mixing constants differ from agent-runs.mjs). */
 function runSeed(seed, index) {
@@ -1863,27 +1850,6 @@ function runSeed(seed, index) {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** A key matches at a word start when it begins with a letter or digit; its end may run on ("rotate" → "rotated"). */
-const keyPattern = (key) => new RegExp(`${/^\w/.test(key) ? "\\b" : ""}${escapeRegExp(key.toLowerCase())}`);
-const KEY_PATTERNS = PITFALLS.map((p) => ({ id: p.id, symptom: p.symptomKeys.map(keyPattern), fix: p.fixKeys.map(keyPattern) }));
-
-/**
- * Which pitfall a text is about: the pitfall with most key matches (ties: most fix-key matches, then definition
- * order), or null when no key matches; `fix` says whether it names that pitfall's fix.
- */
-export function classify(text) {
-  const lower = String(text ?? "").toLowerCase();
-  let best = null;
-  for (const p of KEY_PATTERNS) {
-    const fix = p.fix.filter((re) => re.test(lower)).length;
-    const symptom = p.symptom.filter((re) => re.test(lower)).length;
-    if (fix + symptom === 0) continue;
-    if (!best || fix + symptom > best.hits || (fix + symptom === best.hits && fix > best.fixHits)) best = { pitfall: p.id, hits: fix + symptom, fixHits: fix };
-  }
-  return best ? { pitfall: best.pitfall, fix: best.fixHits > 0 } : { pitfall: null, fix: false };
-}
-
 /** Draws the run's slot values: the family's, the generic ones, then the chosen task's overrides. */
 function drawSlots(random, family, overrides) {
   const slots = {};
@@ -1891,8 +1857,6 @@ function drawSlots(random, family, overrides) {
   for (const [name, values] of Object.entries(family.slots)) slots[name] = pick(random, values);
   return Object.assign(slots, overrides);
 }
-
-const fill = (template, slots) => template.replace(/\{(\w+)\}/g, (whole, name) => slots[name] ?? whole);
 
 /**
  * Builds one run. `pitfall` is a pitfall id or null; `wording` picks the pitfall's wording (mod their count);

@@ -11,6 +11,7 @@
 // wording brings its own symptom key and fix key; keys of a pitfall appear in no text outside it (`checkVocabulary`
 // proves it), so `classify` tells which pitfall a lesson or trace is about whatever wording it came from.
 import { rng } from "./corpus.mjs";
+import { fill, int, keyPattern, pick, pitfallIndex } from "./agent-run-kit.mjs";
 
 const NAMES = ["ana", "ben", "chloe", "dmitri", "eve", "farid", "gus", "hana"];
 
@@ -1622,48 +1623,13 @@ export const FAMILIES = [
 ];
 
 export const PITFALLS = FAMILIES.flatMap((family) => family.pitfalls.map((p) => ({ ...p, family: family.id })));
-const PITFALL_BY_ID = new Map(PITFALLS.map((p) => [p.id, p]));
-
-export function pitfallById(id) {
-  const p = PITFALL_BY_ID.get(id);
-  if (!p) throw new Error(`unknown pitfall ${id}`);
-  return p;
-}
-
-function int(random, n) {
-  return Math.floor(random() * n);
-}
-
-function pick(random, list) {
-  return list[int(random, list.length)];
-}
+export const { pitfallById, classify } = pitfallIndex(PITFALLS);
 
 /** A run's own seed from the bench seed and its index (own mixing constants, not those of agent-runs.mjs). */
 function runSeed(seed, index) {
   let h = (seed ^ Math.imul(index + 1, 0x7feb352d)) >>> 0;
   h = Math.imul(h ^ (h >>> 15), 0x846ca68b) >>> 0;
   return (h ^ (h >>> 16)) >>> 0;
-}
-
-const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** A key matches at a word start when it begins with a letter or digit; its end may run on ("daemoniz" → "daemonizing"). */
-const keyPattern = (key) => new RegExp(`${/^\w/.test(key) ? "\\b" : ""}${escapeRegExp(key.toLowerCase())}`);
-const KEY_PATTERNS = PITFALLS.map((p) => ({ id: p.id, symptom: p.symptomKeys.map(keyPattern), fix: p.fixKeys.map(keyPattern) }));
-
-/**
- * Which pitfall a text is about: the pitfall with most key matches (ties: most fix-key matches, then definition
- * order), or null when no key matches; `fix` says whether it names that pitfall's fix.
- */
-export function classify(text) {
-  const lower = String(text ?? "").toLowerCase();
-  let best = null;
-  for (const p of KEY_PATTERNS) {
-    const fix = p.fix.filter((re) => re.test(lower)).length;
-    const symptom = p.symptom.filter((re) => re.test(lower)).length;
-    if (fix + symptom === 0) continue;
-    if (!best || fix + symptom > best.hits || (fix + symptom === best.hits && fix > best.fixHits)) best = { pitfall: p.id, hits: fix + symptom, fixHits: fix };
-  }
-  return best ? { pitfall: best.pitfall, fix: best.fixHits > 0 } : { pitfall: null, fix: false };
 }
 
 /** Draws the run's slot values: the generic ones, then the family's. */
@@ -1673,8 +1639,6 @@ function drawSlots(random, family) {
   for (const [name, values] of Object.entries(family.slots)) slots[name] = pick(random, values);
   return slots;
 }
-
-const fill = (template, slots) => template.replace(/\{(\w+)\}/g, (whole, name) => slots[name] ?? whole);
 
 /**
  * Builds one run. `pitfall` is a pitfall id or null, `wordingIndex` picks its wording (mod their number); `fixFails`
@@ -1810,7 +1774,7 @@ const OVERLAP_SEED = 0x2545f491;
 
 function overlapSlots(p) {
   const family = FAMILIES.find((fam) => fam.pitfalls.some((q) => q.id === p.id));
-  return drawSlots(rng(OVERLAP_SEED ^ PITFALLS.indexOf(PITFALL_BY_ID.get(p.id))), family);
+  return drawSlots(rng(OVERLAP_SEED ^ PITFALLS.indexOf(pitfallById(p.id))), family);
 }
 
 /** Jaccard of the first symptom lines of every pair of different wordings of one pitfall. */

@@ -8,6 +8,7 @@
 // of the generator (`checkVocabulary` proves it), so `classify` can tell which pitfall a lesson or trace is about and
 // whether it carries the fix.
 import { rng } from "./corpus.mjs";
+import { fill, int, keyPattern, pick, pitfallIndex } from "./agent-run-kit.mjs";
 
 const NAMES = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"];
 
@@ -507,48 +508,13 @@ export const FAMILIES = [
 ];
 
 export const PITFALLS = FAMILIES.flatMap((family) => family.pitfalls.map((p) => ({ ...p, family: family.id })));
-const PITFALL_BY_ID = new Map(PITFALLS.map((p) => [p.id, p]));
-
-export function pitfallById(id) {
-  const p = PITFALL_BY_ID.get(id);
-  if (!p) throw new Error(`unknown pitfall ${id}`);
-  return p;
-}
-
-function int(random, n) {
-  return Math.floor(random() * n);
-}
-
-function pick(random, list) {
-  return list[int(random, list.length)];
-}
+export const { pitfallById, classify } = pitfallIndex(PITFALLS);
 
 /** A run's own seed from the bench seed and its index: run i is the same whatever the run count. */
 function runSeed(seed, index) {
   let h = (seed ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
   return (h ^ (h >>> 13)) >>> 0;
-}
-
-const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-/** A key matches at a word start when it begins with a letter or digit; its end may run on ("rotate" → "rotated"). */
-const keyPattern = (key) => new RegExp(`${/^\w/.test(key) ? "\\b" : ""}${escapeRegExp(key.toLowerCase())}`);
-const KEY_PATTERNS = PITFALLS.map((p) => ({ id: p.id, symptom: p.symptomKeys.map(keyPattern), fix: p.fixKeys.map(keyPattern) }));
-
-/**
- * Which pitfall a text is about: the pitfall with most key matches (ties: most fix-key matches, then definition
- * order), or null when no key matches; `fix` says whether it names that pitfall's fix.
- */
-export function classify(text) {
-  const lower = String(text ?? "").toLowerCase();
-  let best = null;
-  for (const p of KEY_PATTERNS) {
-    const fix = p.fix.filter((re) => re.test(lower)).length;
-    const symptom = p.symptom.filter((re) => re.test(lower)).length;
-    if (fix + symptom === 0) continue;
-    if (!best || fix + symptom > best.hits || (fix + symptom === best.hits && fix > best.fixHits)) best = { pitfall: p.id, hits: fix + symptom, fixHits: fix };
-  }
-  return best ? { pitfall: best.pitfall, fix: best.fixHits > 0 } : { pitfall: null, fix: false };
 }
 
 /** Draws the run's slot values: the family's, the generic ones, then the chosen task's overrides. */
@@ -558,8 +524,6 @@ function drawSlots(random, family, overrides) {
   for (const [name, values] of Object.entries(family.slots)) slots[name] = pick(random, values);
   return Object.assign(slots, overrides);
 }
-
-const fill = (template, slots) => template.replace(/\{(\w+)\}/g, (whole, name) => slots[name] ?? whole);
 
 /**
  * Builds one run. `pitfall` is a pitfall id or null; `fixFails` makes the fix not work (the run then fails at that
