@@ -11,7 +11,7 @@
 // wording brings its own symptom key and fix key; keys of a pitfall appear in no text outside it (`checkVocabulary`
 // proves it), so `classify` tells which pitfall a lesson or trace is about whatever wording it came from.
 import { rng } from "./corpus.mjs";
-import { fill, int, keyPattern, pick, pitfallIndex } from "./agent-run-kit.mjs";
+import { fill, int, keyPattern, pick, pitfallIndex, playSteps } from "./agent-run-kit.mjs";
 
 const NAMES = ["ana", "ben", "chloe", "dmitri", "eve", "farid", "gus", "hana"];
 
@@ -1662,44 +1662,22 @@ function buildRun(random, family, pitfallId, wordingIndex, { fixFails = false, h
   push("task", `task: ${task}`, "s0");
   push("plan", `plan: ${family.steps.map(([name]) => name.replaceAll("_", " ")).join(", then ")}`, "s0");
   if (random() < 0.5) push("chatter", chatter(), "s0");
-  let aborted = false;
-  for (const [i, [name, calls, observations]] of family.steps.entries()) {
-    const stepId = `s${i + 1}`;
-    if (random() < 0.3) push("chatter", chatter(), stepId);
-    const call = `tool_call: ${f(pick(random, calls))}`;
-    push("call", call, stepId);
-    if (wording && name === pitfall.at) {
+  playSteps({
+    random,
+    family,
+    task,
+    pitfall,
+    source: wording,
+    symptomsOf: () => {
       const [first, ...more] = wording.symptoms;
-      push("symptom", `observation: ${f(first)}`, stepId);
-      if (random() < 0.4 && more.length > 0) push("symptom", `observation: ${f(pick(random, more))}`, stepId);
-      const rationale = [...wording.rationale];
-      const said = rationale.splice(int(random, rationale.length), 1)[0];
-      push("diagnosis", `thought: ${f(pick(random, rationale.length ? rationale : [said]))}`, stepId);
-      const hint = random() < 0.6 ? f(pick(random, wording.hints)) : "";
-      steps.push({ step_id: stepId, step_name: name, outcome: "failure", signal: -1, rationale: f(said), directive_hint: hints ? hint : "" });
-      const fix = f(pick(random, wording.fixes));
-      const retryId = `${stepId}b`;
-      push("fix", `action: ${fix}`, retryId);
-      push("retry", call, retryId);
-      if (fixFails) {
-        const failed = f(pick(random, wording.failedFix));
-        push("failed_fix", `observation: ${failed}`, retryId);
-        steps.push({ step_id: retryId, step_name: `${name}_retry`, outcome: "failure", signal: -1, rationale: `Applied the known fix (${fix}) but it did not help: ${failed}`, directive_hint: "" });
-        aborted = true;
-        break;
-      }
-      push("fix_result", `observation: ${f(pick(random, wording.results))}`, retryId);
-      steps.push({ step_id: retryId, step_name: `${name}_retry`, outcome: "success", signal: 1, rationale: `Worked after the change: ${fix}`, directive_hint: "" });
-    } else {
-      const obs = [...observations];
-      push("observation", `observation: ${f(obs.splice(int(random, obs.length), 1)[0])}`, stepId);
-      if (obs.length > 0 && random() < 0.4) push("observation", `observation: ${f(pick(random, obs))}`, stepId);
-      steps.push({ step_id: stepId, step_name: name, outcome: "success", signal: 1, rationale: `${name.replaceAll("_", " ")} completed`, directive_hint: "" });
-    }
-    if (random() < 0.35) push("chatter", chatter(), stepId);
-  }
-  const last = `s${family.steps.length}`;
-  push("summary", aborted ? `summary: run aborted, ${task} not done` : `summary: ${task}: done${pitfall ? " after one failed attempt" : ""}`, aborted ? steps.at(-1).step_id : last);
+      return random() < 0.4 && more.length > 0 ? [first, pick(random, more)] : [first];
+    },
+    f,
+    push,
+    steps,
+    chatter,
+    fixFails, hints,
+  });
   return { family: family.id, pitfall: pitfall ? pitfall.id : null, wording: wordingNo, task, items, steps };
 }
 

@@ -8,7 +8,7 @@
 // of the generator (`checkVocabulary` proves it), so `classify` can tell which pitfall a lesson or trace is about and
 // whether it carries the fix.
 import { rng } from "./corpus.mjs";
-import { fill, int, keyPattern, pick, pitfallIndex } from "./agent-run-kit.mjs";
+import { fill, int, keyPattern, pick, pitfallIndex, playSteps } from "./agent-run-kit.mjs";
 
 const NAMES = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"];
 
@@ -544,43 +544,23 @@ function buildRun(random, family, pitfallId, { fixFails = false } = {}) {
   push("task", `task: ${task}`, "s0");
   push("plan", `plan: ${family.steps.map(([name]) => name.replaceAll("_", " ")).join(", then ")}`, "s0");
   if (random() < 0.5) push("chatter", chatter(), "s0");
-  let aborted = false;
-  for (const [i, [name, calls, observations]] of family.steps.entries()) {
-    const stepId = `s${i + 1}`;
-    if (random() < 0.3) push("chatter", chatter(), stepId);
-    const call = `tool_call: ${f(pick(random, calls))}`;
-    push("call", call, stepId);
-    if (pitfall && name === pitfall.at) {
+  playSteps({
+    random,
+    family,
+    task,
+    pitfall,
+    source: pitfall,
+    symptomsOf: () => {
       const symptoms = [...pitfall.symptoms];
-      push("symptom", `observation: ${f(symptoms.splice(int(random, symptoms.length), 1)[0])}`, stepId);
-      if (random() < 0.4) push("symptom", `observation: ${f(pick(random, symptoms))}`, stepId);
-      const rationale = [...pitfall.rationale];
-      const said = rationale.splice(int(random, rationale.length), 1)[0];
-      push("diagnosis", `thought: ${f(pick(random, rationale.length ? rationale : [said]))}`, stepId);
-      steps.push({ step_id: stepId, step_name: name, outcome: "failure", signal: -1, rationale: f(said), directive_hint: random() < 0.6 ? f(pick(random, pitfall.hints)) : "" });
-      const fix = f(pick(random, pitfall.fixes));
-      const retryId = `${stepId}b`;
-      push("fix", `action: ${fix}`, retryId);
-      push("retry", call, retryId);
-      if (fixFails) {
-        const failed = f(pick(random, pitfall.failedFix));
-        push("failed_fix", `observation: ${failed}`, retryId);
-        steps.push({ step_id: retryId, step_name: `${name}_retry`, outcome: "failure", signal: -1, rationale: `Applied the known fix (${fix}) but it did not help: ${failed}`, directive_hint: "" });
-        aborted = true;
-        break;
-      }
-      push("fix_result", `observation: ${f(pick(random, pitfall.results))}`, retryId);
-      steps.push({ step_id: retryId, step_name: `${name}_retry`, outcome: "success", signal: 1, rationale: `Worked after the change: ${fix}`, directive_hint: "" });
-    } else {
-      const obs = [...observations];
-      push("observation", `observation: ${f(obs.splice(int(random, obs.length), 1)[0])}`, stepId);
-      if (obs.length > 0 && random() < 0.4) push("observation", `observation: ${f(pick(random, obs))}`, stepId);
-      steps.push({ step_id: stepId, step_name: name, outcome: "success", signal: 1, rationale: `${name.replaceAll("_", " ")} completed`, directive_hint: "" });
-    }
-    if (random() < 0.35) push("chatter", chatter(), stepId);
-  }
-  const last = `s${family.steps.length}`;
-  push("summary", aborted ? `summary: run aborted, ${task} not done` : `summary: ${task}: done${pitfall ? " after one failed attempt" : ""}`, aborted ? steps.at(-1).step_id : last);
+      const first = symptoms.splice(int(random, symptoms.length), 1)[0];
+      return random() < 0.4 ? [first, pick(random, symptoms)] : [first];
+    },
+    f,
+    push,
+    steps,
+    chatter,
+    fixFails,
+  });
   return { family: family.id, pitfall: pitfall ? pitfall.id : null, task, items, steps };
 }
 
