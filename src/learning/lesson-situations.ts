@@ -18,6 +18,16 @@ const RUN_ENTRIES_READ = 400;
 /** Share of a lesson's own fix terms a run's actions must hold for the fix to count as applied there. */
 const FIX_APPLIED_SHARE = 0.6;
 
+/**
+ * Lines that restate a run rather than report what happened in it — its task, its plan, its summary ("done after one
+ * failed attempt") — are no failure of their own: taken as one, a lesson would be recalled for every task like it.
+ */
+const RESTATEMENT = /^\s*(?:task|goal|objective|plan|summary)\s*:/i;
+
+function reportsFailure(text: string): boolean {
+  return !RESTATEMENT.test(text) && hasHardError(text);
+}
+
 /** The situation of a run, as an outcome about it is judged. */
 export interface RunSituation {
   /** Failure signatures of what went wrong in the run; empty when nothing did. */
@@ -49,7 +59,7 @@ export function candidateSituations(sourceIds: readonly string[], evidence: Read
   for (const id of sourceIds) {
     const item = evidence.get(id);
     if (item === undefined) continue;
-    if (item.kind === "step_outcome" || item.kind === "run_outcome" ? isFailedStep(item) : hasHardError(item.content)) failures.push(item.content);
+    if (item.kind === "step_outcome" || item.kind === "run_outcome" ? isFailedStep(item) : reportsFailure(item.content)) failures.push(item.content);
   }
   return signatures(failures);
 }
@@ -66,7 +76,7 @@ export function runSituation(entries: EntryStore, outcomes: OutcomeStore, owner:
     if (entry === undefined || entry.entryType === "lesson" || entry.entryType === "rule") continue;
     opening = entry.content;
     for (const term of terms(entry.content)) words.add(term);
-    if (hasHardError(entry.content)) reported.push(entry.content);
+    if (reportsFailure(entry.content)) reported.push(entry.content);
   }
   const failedSteps = outcomes.stepOutcomesOfRun(owner, runId, RUN_ENTRIES_READ).filter(isFailedStep).map((step) => step.rationale);
   // Entries were read newest first: the errors that started the trouble come first, then what failed steps said.
