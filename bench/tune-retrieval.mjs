@@ -36,7 +36,7 @@ for (const conv of conversations) {
 }
 
 async function evaluate(tuning, budget = "mid") {
-  const engine = new SearchEngine(entries, index.catalog, index.sparse, index.dense, tuning);
+  const engine = new SearchEngine(entries, index.catalog, index.sparse, index.dense, index.situations, index.lessonSituations, tuning);
   const sums = { r5: 0, r10: 0, r20: 0 };
   let n = 0;
   for (const conv of conversations) {

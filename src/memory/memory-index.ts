@@ -14,6 +14,7 @@ import { VectorIndex } from "../retrieval/vector-index.js";
 import { SearchEngine } from "../retrieval/search-engine.js";
 import { SituationVectors } from "../retrieval/ranking/situation-match.js";
 import { indexTextOf } from "../retrieval/situations.js";
+import { LessonSituationIndex } from "../retrieval/lesson-situation-index.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
 import { VectorSpaces } from "./vector-spaces.js";
@@ -34,6 +35,8 @@ export class MemoryIndex {
   readonly search: SearchEngine;
   /** Situations (failure signatures) embedded on the spot, for matching lessons by meaning. */
   readonly situations: SituationVectors;
+  /** Every lesson's situations, kept with the catalog. */
+  readonly lessonSituations = new LessonSituationIndex();
   readonly embedder: Embedder;
   readonly #storage: Storage;
   readonly #entries: EntryStore;
@@ -50,7 +53,8 @@ export class MemoryIndex {
     this.dense = new VectorIndex(path.join(path.dirname(storage.dir), "vectors"), embedder.id, embedder.dimensions, logger, (seq) => this.catalog.ownerOf(seq));
     this.spaces = new VectorSpaces(entries.spaces, this.catalog, logger);
     this.situations = new SituationVectors(embedder);
-    this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense, this.situations);
+    this.catalog.observe(this.lessonSituations);
+    this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense, this.situations, this.lessonSituations);
   }
 
   /** Embeds what has no caller vector and computes postings: everything a write needs besides the record. */

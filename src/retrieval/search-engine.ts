@@ -14,7 +14,7 @@ import { overlayKnowledge, placeReferences, referencedSeqs } from "./ranking/ove
 import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
 import { SituationVectors } from "./ranking/situation-match.js";
-import { situationsOf } from "./situations.js";
+import type { LessonSituationIndex } from "./lesson-situation-index.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
 export { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
@@ -61,10 +61,20 @@ export class SearchEngine {
   readonly #dense: VectorIndex;
   readonly #tuning: SearchTuning;
   readonly #situations: SituationVectors;
+  readonly #lessonSituations: LessonSituationIndex;
 
-  constructor(entries: EntryStore, catalog: Catalog, sparse: SparseIndex, dense: VectorIndex, situations: SituationVectors, tuning: SearchTuning = DEFAULT_TUNING) {
+  constructor(
+    entries: EntryStore,
+    catalog: Catalog,
+    sparse: SparseIndex,
+    dense: VectorIndex,
+    situations: SituationVectors,
+    lessonSituations: LessonSituationIndex,
+    tuning: SearchTuning = DEFAULT_TUNING,
+  ) {
     this.#tuning = tuning;
     this.#situations = situations;
+    this.#lessonSituations = lessonSituations;
     this.#entries = entries;
     this.#catalog = catalog;
     this.#sparse = sparse;
@@ -121,11 +131,11 @@ export class SearchEngine {
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
       questionTerms: questionTerms(req.text),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
-      conditionsOf: (seq) => situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}").conditions.map((c) => new Set(terms(c))),
+      conditionsOf: (seq) => this.#lessonSituations.of(seq).conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
       knowledge: knowledgeByMeaning(catalog, scopes, accept),
-      situationFit: (seq) => this.#situations.fit(questionParts, situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}")),
+      situationFit: (seq) => this.#situations.fit(questionParts, this.#lessonSituations.of(seq)),
       rules: tuning.crossRun,
     });
 
@@ -175,7 +185,7 @@ export class SearchEngine {
     const scopes = ownerScopes(this.#catalog, req.scopes, globalLessonOwner);
     const knowledge = knowledgeByMeaning(this.#catalog, scopes, this.#acceptor(req, globalLessonOwner));
     const texts = SituationVectors.partsOf(req.text);
-    for (const seq of knowledge) texts.push(...SituationVectors.textsOf(situationsOf(this.#entries.get(seq)?.metadataJson ?? "{}")));
+    for (const seq of knowledge) texts.push(...SituationVectors.textsOf(this.#lessonSituations.of(seq)));
     await this.#situations.prepare(texts);
   }
 
