@@ -193,7 +193,7 @@ describe("credit in context: a lesson surfaced for another failure", () => {
     const own = await situationsOf(rest(), key, "kafka-a", id);
     // The failure signature of run A's error: the error's words, without its timestamp and level.
     expect(own.situations).toHaveLength(1);
-    expect(own.situations[0]).toContain("commitfailedexception offset commit rejected");
+    expect(own.situations[0]).toContain("commit failed exception offset commit rejected");
     expect(own.situations[0]).not.toMatch(/2026|error/i);
     expect(own.not_for).toEqual([]);
 

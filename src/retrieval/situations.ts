@@ -86,8 +86,23 @@ export function signatureOf(text: string): string {
     .replace(/[^\p{L}\p{N}_.:-]+/gu, " ")
     .split(" ")
     .map((w) => w.replace(/^[.:_-]+|[.:_-]+$/g, ""))
-    .filter((w) => w.length > 1 || /\d/.test(w));
+    .filter((w) => w.length > 1 || /\d/.test(w))
+    .flatMap(identifierWords);
   return kept.join(" ").toLowerCase().slice(0, SIGNATURE_CHARS).trim();
+}
+
+/**
+ * The words of an identifier, as a person would say them: `OutOfMemoryError` → out of memory error,
+ * `max.poll.interval.ms` → max poll interval ms, `PermissionError` → permission error. The same failure is named by
+ * class in one log and in words in another; split, the two share words and meaning. Codes stay whole (`ORA-00054`).
+ */
+function identifierWords(word: string): string[] {
+  if (/^[A-Za-z]{1,6}-?\d+$/.test(word)) return [word];
+  return word
+    .replace(/([a-z\d])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .split(/[\s._:-]+/)
+    .filter((w) => w.length > 1 || /\d/.test(w));
 }
 
 /** The index terms of a signature (or any situation text). */
