@@ -10,9 +10,9 @@ import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
 import { keyTerms } from "./extraction/term-sets.js";
-import { situationsOf } from "../retrieval/situations.js";
 import { SituationVectors } from "../retrieval/ranking/situation-match.js";
 import { DEFAULT_TUNING } from "../retrieval/ranking/tuning.js";
+import { inverseDocumentFrequency } from "../retrieval/sparse-index.js";
 import { TimeSlicer } from "../memory/scan.js";
 import type { OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
 
@@ -52,7 +52,7 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   const typeWord = input.errorType.toLowerCase();
   const lessons = matches.flatMap((match) => {
     const record = entries.get(match.seq);
-    return record === undefined ? [] : [{ match, record, situations: situationsOf(record.metadataJson) }];
+    return record === undefined ? [] : [{ match, record, situations: index.lessonSituations.of(match.seq) }];
   });
   await index.situations.prepare([...SituationVectors.partsOf(text), ...lessons.flatMap((l) => SituationVectors.textsOf(l.situations))]);
   const question = index.situations.questionParts(text);
@@ -60,7 +60,7 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   const documents = catalog.documentStats(input.owner).count;
   const idf = (term: string): number | undefined => {
     const df = index.sparse.documentFrequency(input.owner, term);
-    return df === 0 ? undefined : Math.log(1 + (documents - df + 0.5) / (df + 0.5));
+    return df === 0 ? undefined : inverseDocumentFrequency(documents, df);
   };
   const minFit = DEFAULT_TUNING.crossRun.minSituationFit;
   const about: { record: EntryRecord; strength: number; score: number }[] = [];

@@ -57,3 +57,8 @@ export interface Extraction {
 export interface LessonExtractor {
   extract(evidence: readonly EvidenceItem[], signal?: AbortSignal): Promise<Extraction>;
 }
+
+/** An outcome that reports a failure: `failure`, or a negative signal on one that does not say `success`. */
+export function isFailedOutcome(item: Pick<EvidenceItem, "outcome" | "signal">): boolean {
+  return item.outcome === "failure" || (item.outcome !== "success" && item.signal < 0);
+}

@@ -1,13 +1,12 @@
 // The situations lessons are learned and used in: the failure signatures of the evidence a lesson was drawn from, the
 // situation of a run that an outcome speaks about, whether a lesson bears on that situation, and a lesson's postings
 // and vector made again when its situations grow.
-import type { Embedder } from "../retrieval/embedder.js";
 import { SituationVectors } from "../retrieval/ranking/situation-match.js";
-import { lessonIndexText, signatureOf, situationsOf } from "../retrieval/situations.js";
-import { termFrequencies, terms } from "../retrieval/text.js";
-import type { EntryRecord, EntryStore, Reindex } from "../storage/entry-store.js";
+import { signatureOf, situationsOf } from "../retrieval/situations.js";
+import { terms } from "../retrieval/text.js";
+import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { chunkedVisibleSeqs } from "../memory/scan.js";
-import type { EvidenceItem } from "./evidence.js";
+import { isFailedOutcome, type EvidenceItem } from "./evidence.js";
 import { hasHardError } from "./extraction/lesson-text.js";
 import type { OutcomeStore } from "./outcome-store.js";
 
@@ -38,10 +37,6 @@ export interface RunSituation {
   readonly terms: ReadonlySet<string>;
 }
 
-function isFailedStep(item: Pick<EvidenceItem, "outcome" | "signal">): boolean {
-  return item.outcome === "failure" || (item.outcome !== "success" && item.signal < 0);
-}
-
 /** Distinct non-empty signatures of texts, in order, at most `max`. */
 function signatures(texts: Iterable<string>, max = MAX_SIGNATURES): string[] {
   const out: string[] = [];
@@ -59,7 +54,7 @@ export function candidateSituations(sourceIds: readonly string[], evidence: Read
   for (const id of sourceIds) {
     const item = evidence.get(id);
     if (item === undefined) continue;
-    if (item.kind === "step_outcome" || item.kind === "run_outcome" ? isFailedStep(item) : reportsFailure(item.content)) failures.push(item.content);
+    if (item.kind === "step_outcome" || item.kind === "run_outcome" ? isFailedOutcome(item) : reportsFailure(item.content)) failures.push(item.content);
   }
   return signatures(failures);
 }
@@ -78,16 +73,21 @@ export function runSituation(entries: EntryStore, outcomes: OutcomeStore, owner:
     for (const term of terms(entry.content)) words.add(term);
     if (reportsFailure(entry.content)) reported.push(entry.content);
   }
-  const failedSteps = outcomes.stepOutcomesOfRun(owner, runId, RUN_ENTRIES_READ).filter(isFailedStep).map((step) => step.rationale);
+  const failedSteps = outcomes.stepOutcomesOfRun(owner, runId, RUN_ENTRIES_READ).filter(isFailedOutcome).map((step) => step.rationale);
   // Entries were read newest first: the errors that started the trouble come first, then what failed steps said.
   return { failures: signatures([...reported.reverse(), ...failedSteps]), task: signatureOf(opening), terms: words };
+}
+
+/** What a lesson says beyond the situations it is for — its remedy, mostly: its terms that none of them hold. */
+export function remedyTerms(content: string, situational: readonly string[]): string[] {
+  const said = new Set(terms(situational.join("\n")));
+  return terms(content).filter((t) => !said.has(t));
 }
 
 /** Whether a run applied a lesson's fix: most of the words the lesson says beyond its situations are in what the run wrote. */
 export function appliedFix(lesson: EntryRecord, run: RunSituation): boolean {
   const situations = situationsOf(lesson.metadataJson);
-  const situational = new Set(terms([...situations.conditions, ...situations.seen].join("\n")));
-  const own = new Set(terms(lesson.content).filter((t) => !situational.has(t)));
+  const own = new Set(remedyTerms(lesson.content, [...situations.conditions, ...situations.seen]));
   if (own.size === 0) return false;
   let held = 0;
   for (const term of own) if (run.terms.has(term)) held++;
@@ -102,12 +102,3 @@ export async function bearingOn(vectors: SituationVectors, lesson: EntryRecord, 
   return vectors.fit(parts, situations).bearing;
 }
 
-/** A lesson's postings and vector for its content and the situations its (new) metadata holds. */
-export async function lessonReindex(embedder: Embedder, content: string, metadataJson: string): Promise<Reindex> {
-  const text = lessonIndexText(content, situationsOf(metadataJson));
-  const [vector] = await embedder.embed([text]);
-  if (vector === undefined) throw new Error("the embedder returned no vector");
-  return { termFreqs: termFrequencies(text), vector };
-}
-
-export { SituationVectors };

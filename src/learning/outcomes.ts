@@ -15,12 +15,12 @@ import type { Storage } from "../storage/database.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
 import type { OutcomeRecord, OutcomeStore, StepOutcomeRecord } from "./outcome-store.js";
-import { reinforce, type Learned } from "./reinforcement.js";
+import { reinforce, unchanged } from "./reinforcement.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
 import type { EntryAuditEvent } from "../storage/entry-record.js";
 import type { Reindex } from "../storage/entry-store.js";
 import { withSituations } from "../retrieval/situations.js";
-import { appliedFix, bearingOn, lessonReindex, runSituation, type RunSituation } from "./lesson-situations.js";
+import { appliedFix, bearingOn, runSituation, type RunSituation } from "./lesson-situations.js";
 
 /** A run's failure at least this close (cosine of signatures) to a lesson's situations is that lesson's own. */
 export const OWN_SITUATION_FIT = 0.75;
@@ -139,11 +139,8 @@ export class Outcomes {
         for (const entry of credited) {
           const current = this.#entries.get(entry.seq);
           if (current === undefined) continue;
-          const plan = plans.get(entry.seq) ?? { effect: input.signal > 0 ? "reinforced" : "penalized", reason: "", situations: [] };
-          const learned: Learned =
-            plan.effect === "dissociated"
-              ? { learning: current.learning, confidence: current.confidence, lessonScope: current.lessonScope, moves: [] }
-              : reinforce(current, credit);
+          const plan = plans.get(entry.seq) as CreditPlan;
+          const learned = plan.effect === "dissociated" ? unchanged(current) : reinforce(current, credit);
           const list = plan.effect === "dissociated" ? "not_for" : "situations";
           const metadataJson = plan.situations.length === 0 ? undefined : withSituations(current.metadataJson, list, plan.situations);
           const audit: EntryAuditEvent[] =
@@ -162,22 +159,21 @@ export class Outcomes {
       reference: primary === undefined ? undefined : this.#entries.get(primary.seq),
       entriesReinforced: committed.outcome.reinforcedIds.length,
       skippedEntryIds: skipped,
-      credits:
-        input.signal === 0
-          ? []
-          : credited.map((e) => {
-              const plan = plans.get(e.seq);
-              return { entryId: e.id, effect: plan?.effect ?? (input.signal > 0 ? "reinforced" : "penalized"), reason: plan?.reason ?? "" };
-            }),
+      credits: credited.flatMap((e) => {
+        const plan = plans.get(e.seq);
+        return plan === undefined ? [] : [{ entryId: e.id, effect: plan.effect, reason: plan.reason }];
+      }),
     };
   }
 
   /**
-   * How the outcome applies to each credited lesson or rule of another run, judged in the run's situation (see the
-   * module comment). Entries of the run itself are credited as they are.
+   * How the outcome applies to each credited entry: a lesson or rule of another run is judged in the run's situation
+   * (see the module comment); entries of the run itself are credited as the signal says.
    */
   async #plan(input: OutcomeInput, credited: readonly EntryRecord[]): Promise<Map<number, CreditPlan>> {
     const plans = new Map<number, CreditPlan>();
+    const asSignalled: CreditPlan = { effect: input.signal > 0 ? "reinforced" : "penalized", reason: "", situations: [] };
+    for (const entry of credited) plans.set(entry.seq, asSignalled);
     const elsewhere = credited.filter((e) => (e.entryType === "lesson" || e.entryType === "rule") && e.runId !== input.runId);
     if (elsewhere.length === 0) return plans;
     const run = runSituation(this.#entries, this.#store, input.owner, input.runId);
@@ -213,7 +209,7 @@ export class Outcomes {
       const plan = plans.get(entry.seq);
       if (plan === undefined || plan.effect !== "reinforced" || plan.situations.length === 0) continue;
       const metadataJson = withSituations(entry.metadataJson, "situations", plan.situations);
-      if (metadataJson !== undefined) out.set(entry.seq, await lessonReindex(this.#index.embedder, entry.content, metadataJson));
+      if (metadataJson !== undefined) out.set(entry.seq, await this.#index.reindexOf({ ...entry, metadataJson }));
     }
     return out;
   }

@@ -10,13 +10,12 @@ import { initialLearning, newEntry, type EntryRecord, type EntryStore, type NewE
 import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from "./evidence.js";
 import type { AppliedLearning, LearningChanges } from "./learning-changes.js";
 import type { OutcomeStore } from "./outcome-store.js";
-import { relearn } from "./reinforcement.js";
+import { relearn, unchanged } from "./reinforcement.js";
 import { TimeSlicer, chunkedVisibleSeqs } from "../memory/scan.js";
 import { DUPLICATE_COSINE, DUPLICATE_TERM_OVERLAP, ValidationGate, type GateDecision, type PreparedCandidate } from "./validation-gate.js";
 import { lessonIndexText, withSituations } from "../retrieval/situations.js";
-import { candidateSituations, lessonReindex } from "./lesson-situations.js";
+import { candidateSituations } from "./lesson-situations.js";
 import { sameFixLessons, type SituationGain } from "./same-fix.js";
-import type { Learned } from "./reinforcement.js";
 
 /** The most recent items of a run reflection reads; older evidence is left out. Extraction stays a few milliseconds. */
 export const MAX_EVIDENCE_ITEMS = 1_000;
@@ -238,7 +237,7 @@ export class Reflector {
     const situations = lessons.map((lesson) => candidateSituations(lesson.sourceIds, evidence));
     const texts = lessons.map((lesson, i) => lessonIndexText(lesson.content, { conditions: lesson.conditions, seen: situations[i] as string[] }));
     const vectors = await this.#index.embedder.embed(texts);
-    return lessons.map((lesson, i) => ({ lesson, situations: situations[i] as string[], terms: new Set(terms(texts[i] as string)), vector: vectors[i] as Float32Array }));
+    return lessons.map((lesson, i) => ({ lesson, situations: situations[i] as string[], indexText: texts[i] as string, terms: new Set(terms(texts[i] as string)), vector: vectors[i] as Float32Array }));
   }
 
   /**
@@ -256,7 +255,7 @@ export class Reflector {
       if (decision.kind !== "accepted" && decision.kind !== "merged") continue;
       const candidate = candidates[index] as PreparedCandidate;
       const found = await sameFixLessons(this.#index, this.#entries, input.owner, input.runId, { ...candidate.lesson, situations: candidate.situations }, new Set([...mergedInto, ...gains.keys()]));
-      for (const gain of found) gains.set(gain.lesson.seq, { ...gain, reindex: await lessonReindex(this.#index.embedder, gain.lesson.content, gain.metadataJson) });
+      for (const gain of found) gains.set(gain.lesson.seq, { ...gain, reindex: await this.#index.reindexOf({ ...gain.lesson, metadataJson: gain.metadataJson }) });
     }
     return [...gains.values()];
   }
@@ -272,7 +271,7 @@ export class Reflector {
       const candidate = candidates[index] as PreparedCandidate;
       const metadataJson = grownMetadata(decision.into.metadataJson, candidate);
       if (metadataJson === undefined) continue;
-      growth.set(index, { metadataJson, reindex: await lessonReindex(this.#index.embedder, decision.into.content, metadataJson) });
+      growth.set(index, { metadataJson, reindex: await this.#index.reindexOf({ ...decision.into, metadataJson }) });
     }
     return growth;
   }
@@ -313,8 +312,7 @@ export class Reflector {
       const quarantined = decision.kind === "quarantined" && decision.into === undefined;
       if (decision.kind !== "accepted" && !quarantined) return;
       const entry = lessonEntry(candidate, input, autoExtracted, now, quarantined);
-      const text = lessonIndexText(candidate.lesson.content, { conditions: candidate.lesson.conditions, seen: candidate.situations });
-      toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(text) } });
+      toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(candidate.indexText) } });
     });
     const { written, merged, gained, alongside } = await this.#storage.transaction(() => {
       const written = this.#entries.writeInTransaction(
@@ -340,9 +338,8 @@ export class Reflector {
         if (current === undefined) continue;
         const metadataJson = withSituations(current.metadataJson, "situations", gain.situations);
         if (metadataJson === undefined) continue;
-        const kept: Learned = { learning: current.learning, confidence: current.confidence, lessonScope: current.lessonScope, moves: [] };
         const audit = [{ at: now, field: "situation", from: "", to: "situations", reason: `run ${JSON.stringify(input.runId)} met a failure and fixed it as this lesson says: its failure is now one of the lesson's situations`, agentId: input.agentId }];
-        gained.push(this.#changes.applyInTransaction(current.seq, kept, by, { metadataJson }, now, gain.reindex, audit));
+        gained.push(this.#changes.applyInTransaction(current.seq, unchanged(current), by, { metadataJson }, now, gain.reindex, audit));
       }
       return { written, merged, gained, alongside: input.alongside?.inTransaction() };
     });

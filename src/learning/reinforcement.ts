@@ -62,6 +62,11 @@ export function posteriorMean(learning: Pick<LearningState, "evidenceFor" | "evi
   return total <= 0 ? 0 : Math.min(1, Math.max(0, learning.evidenceFor / total));
 }
 
+/** An entry's learning as it is: for a change that teaches nothing about its belief (a situation gained or dropped). */
+export function unchanged(entry: EntryRecord): Learned {
+  return { learning: entry.learning, confidence: entry.confidence, lessonScope: entry.lessonScope, moves: [] };
+}
+
 /** Applies one outcome to an entry. */
 export function reinforce(entry: EntryRecord, credit: Credit): Learned {
   const weight = Math.abs(credit.signal) * (credit.verifiedInProduction ? VERIFIED_WEIGHT : 1);

@@ -4,10 +4,10 @@
 // alike far more often than a symptom is (config keys, commands, flags), so this holds where symptoms share no word.
 import type { MemoryIndex } from "../memory/memory-index.js";
 import { situationsOf, withSituations } from "../retrieval/situations.js";
-import { terms } from "../retrieval/text.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { GENERIC_TERMS } from "./extraction/term-sets.js";
 import { searchLessons } from "./lesson-search.js";
+import { remedyTerms } from "./lesson-situations.js";
 
 /** Share of the smaller of two fixes' terms the other must hold for them to be the same fix. */
 const SAME_FIX_CONTAINMENT = 0.5;
@@ -19,9 +19,8 @@ const NEIGHBOURS = 12;
 const MAX_MATCHES = 3;
 
 /** A lesson's fix: the distinctive terms of its text beyond its conditions and situations. */
-export function fixTerms(content: string, situational: readonly string[]): Set<string> {
-  const said = new Set(terms(situational.join("\n")));
-  return new Set(terms(content).filter((t) => !said.has(t) && !GENERIC_TERMS.has(t)));
+function fixTerms(content: string, situational: readonly string[]): Set<string> {
+  return new Set(remedyTerms(content, situational).filter((t) => !GENERIC_TERMS.has(t)));
 }
 
 function sameFix(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {

@@ -25,6 +25,8 @@ export interface PreparedCandidate {
   readonly lesson: CandidateLesson;
   /** Failure signatures of the evidence it was drawn from (see retrieval/situations.ts). */
   readonly situations: readonly string[];
+  /** What it is found by: its text, conditions and situations (retrieval/situations.ts lessonIndexText). */
+  readonly indexText: string;
   readonly terms: ReadonlySet<string>;
   readonly vector: Float32Array;
 }

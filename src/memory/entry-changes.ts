@@ -4,8 +4,6 @@
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryRecord, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
-import { indexTextOf } from "../retrieval/situations.js";
-import { termFrequencies } from "../retrieval/text.js";
 import type { MemoryIndex } from "./memory-index.js";
 
 export class EntryChanges {
@@ -28,10 +26,7 @@ export class EntryChanges {
     let reindex: Reindex | undefined;
     if (patch.content !== undefined && patch.content !== current.content) {
       // A lesson keeps being found by its situations under its new wording.
-      const text = indexTextOf({ ...current, content: patch.content, metadataJson: patch.metadataJson ?? current.metadataJson });
-      const [vector] = await this.#index.embedder.embed([text]);
-      if (vector === undefined) throw new Error("the embedder returned no vector");
-      reindex = { termFreqs: termFrequencies(text), vector };
+      reindex = await this.#index.reindexOf({ ...current, content: patch.content, metadataJson: patch.metadataJson ?? current.metadataJson });
     }
     const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
     if (updated === undefined || updated.after === updated.before) return updated;

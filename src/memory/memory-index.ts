@@ -71,6 +71,14 @@ export class MemoryIndex {
     }));
   }
 
+  /** The postings and vector of an entry's index text (a lesson's with its situations): what a re-index writes. */
+  async reindexOf(entry: { readonly entryType: string; readonly content: string; readonly metadataJson: string }): Promise<Reindex> {
+    const text = indexTextOf(entry);
+    const [vector] = await this.embedder.embed([text]);
+    if (vector === undefined) throw new Error("the embedder returned no vector");
+    return { termFreqs: termFrequencies(text), vector };
+  }
+
   /** Makes committed writes searchable. */
   indexWritten(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[]): void {
     written.forEach(({ record, superseded }, i) => {

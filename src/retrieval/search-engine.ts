@@ -51,8 +51,6 @@ export interface SearchResult {
 
 /** Lessons and rules of a scope compared by meaning at most (see knowledgeByMeaning). */
 const MAX_KNOWLEDGE_BY_MEANING = 500;
-/** Lines of a question read as parts of their own. */
-const MAX_QUESTION_LINES = 12;
 
 export class SearchEngine {
   readonly #entries: EntryStore;
@@ -129,7 +127,7 @@ export class SearchEngine {
       catalog,
       scores,
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
-      questionTerms: questionTerms(req.text),
+      questionTerms: SituationVectors.partsOf(req.text).map((part) => new Set(terms(part))),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
       conditionsOf: (seq) => this.#lessonSituations.of(seq).conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
@@ -218,12 +216,6 @@ function knowledgeByMeaning(catalog: Catalog, scopes: readonly OwnerScope[], acc
     if (!catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)) out.push(seq);
   }
   return out;
-}
-
-/** The term sets of a question's parts: the whole, then each of its first lines when it has several. */
-function questionTerms(text: string): Set<string>[] {
-  const lines = text.split(/\n+/).filter((line) => line.trim() !== "").slice(0, MAX_QUESTION_LINES);
-  return [new Set(terms(text)), ...(lines.length > 1 ? lines.map((line) => new Set(terms(line))) : [])];
 }
 
 /** Share of the query's terms the entry contains. */

@@ -2,7 +2,6 @@
 // that taught or confirmed it) and the situations it was surfaced in and did not apply to. A failure signature is an
 // error line with what changes from one occurrence to the next taken out — timestamps, log levels and prefixes, ids,
 // hosts, ports, paths, numbers — so that the same failure logged by another host, tool or format reads alike.
-import { terms } from "./text.js";
 
 /** Situations a lesson keeps of each kind: the most recent are kept. */
 export const MAX_SITUATIONS = 16;
@@ -103,11 +102,6 @@ function identifierWords(word: string): string[] {
     .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
     .split(/[\s._:-]+/)
     .filter((w) => w.length > 1 || /\d/.test(w));
-}
-
-/** The index terms of a signature (or any situation text). */
-export function situationTerms(text: string): Set<string> {
-  return new Set(terms(text));
 }
 
 /** The situations a lesson's metadata (JSON text) holds; empty for any other shape. */

@@ -60,6 +60,11 @@ interface EntriesPage extends Page {
 const ROWS = PAGE_MASK + 1;
 const entriesPage = (): EntriesPage => ({ live: 0, filedUnder: new Int32Array(ROWS), rows: new Float64Array(2 * ROWS) });
 
+/** BM25's inverse document frequency of a term held by `df` of `count` documents. */
+export function inverseDocumentFrequency(count: number, df: number): number {
+  return Math.log(1 + (count - df + 0.5) / (df + 0.5));
+}
+
 export class SparseIndex {
   /** owner → term → postings of the owner's entries. */
   readonly #postings = new Map<number, Map<string, PostingList>>();
@@ -267,7 +272,7 @@ export class SparseIndex {
       .sort((a, b) => lengthOf(a.list) - lengthOf(b.list))
       .map(({ list, weight }) => {
         const length = lengthOf(list);
-        const idf = Math.log(1 + (docCount - length + 0.5) / (length + 0.5));
+        const idf = inverseDocumentFrequency(docCount, length);
         return { list, weight: weight * idf, bound: Math.max(0, weight * idf * scorer.tfBound(maxTfOf(list))) };
       });
     // What the lists from each one on can add to one entry, at most.

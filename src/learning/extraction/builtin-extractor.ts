@@ -4,7 +4,7 @@
 // Deterministic (same evidence, same output) and linear in the evidence: every per-item step is bounded (characters,
 // sentences, open failure chains; see reading-limits.ts), and the few pairwise comparisons run over capped lists.
 import { sentences, terms } from "../../retrieval/text.js";
-import type { CandidateLesson, EvidenceItem, Extraction, LessonExtractor } from "../evidence.js";
+import { isFailedOutcome, type CandidateLesson, type EvidenceItem, type Extraction, type LessonExtractor } from "../evidence.js";
 import { FailureChains } from "./failure-chains.js";
 import { failureDraft } from "./failure-lessons.js";
 import { fixParts } from "./fix-parts.js";
@@ -92,10 +92,6 @@ function situationOf(evidence: readonly EvidenceItem[]): Situation | undefined {
   return text === "" ? undefined : { id: opening.id, condition: `while ${text}`, words: text.match(/[\p{L}\p{N}][\p{L}\p{N}_-]*/gu) ?? [] };
 }
 
-function isFailed(item: EvidenceItem): boolean {
-  return item.outcome === "failure" || (item.outcome !== "success" && item.signal < 0);
-}
-
 function isSucceeded(item: EvidenceItem): boolean {
   return item.outcome === "success" || (item.outcome === "" && item.signal > 0);
 }
@@ -144,7 +140,7 @@ class EvidenceReader {
   }
 
   #readOutcome(item: EvidenceItem, index: number): void {
-    const failed = isFailed(item);
+    const failed = isFailedOutcome(item);
     if (item.directiveHint.trim() !== "") this.#hints.add(item, index, failed);
     if (failed) {
       const rationale = clip(collapse(item.content), LIMITS.sentenceChars);

@@ -13,6 +13,7 @@ import type { Catalog } from "../catalog.js";
 import type { Scored, ScoreParts } from "./hit.js";
 import { NO_PARTS } from "./hit.js";
 import type { SituationFit } from "./situation-match.js";
+import { inverseDocumentFrequency } from "../sparse-index.js";
 
 export interface CrossRunRules {
   /** Share of the question's term weight (IDF) the lesson's index terms (text and conditions) must hold. */
@@ -131,7 +132,7 @@ function conditionCoverage(input: CrossRunInput, queryTerms: ReadonlySet<string>
   const conditions = input.conditionsOf(seq);
   if (conditions.length === 0) return 1;
   const owner = input.catalog.ownerOf(seq);
-  const rareIdf = input.rules.distinctiveIdf * inverseFrequency(input.documentCount(owner), 1);
+  const rareIdf = input.rules.distinctiveIdf * inverseDocumentFrequency(input.documentCount(owner), 1);
   let best = 0;
   for (const condition of conditions) {
     let total = 0;
@@ -151,9 +152,5 @@ function conditionCoverage(input: CrossRunInput, queryTerms: ReadonlySet<string>
 
 /** BM25's inverse document frequency of a term among the owner's entries. */
 function idf(input: CrossRunInput, owner: number, term: string): number {
-  return inverseFrequency(input.documentCount(owner), input.documentFrequency(owner, term));
-}
-
-function inverseFrequency(count: number, df: number): number {
-  return Math.log(1 + (count - df + 0.5) / (df + 0.5));
+  return inverseDocumentFrequency(input.documentCount(owner), input.documentFrequency(owner, term));
 }
