@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from "./harness/server.js";
 import { type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
 import { RPC, evidenceOf, idsOf, ingestAndWait, ok } from "./harness/memory.js";
 import { CallerPool, freshUsers } from "./harness/caller-pool.js";
+import { lesson, lessonOf, promotionMoves } from "./harness/learning.js";
 import { terms } from "../src/retrieval/text.js";
 
 const L = {
@@ -123,18 +124,6 @@ async function learnAndAudition(c: Caller, key: string, runId: string, items: Js
   return id;
 }
 
-async function lessonOf(c: Caller, key: string, id: string): Promise<JsonObject | undefined> {
-  const body = await ok(c, L.list, { limit: 500 }, key);
-  return (body["lessons"] as JsonObject[]).find((l) => l["id"] === id);
-}
-
-/** The stored lesson as ListLessons shows it. */
-async function lesson(c: Caller, key: string, id: string): Promise<JsonObject> {
-  const found = await lessonOf(c, key, id);
-  expect(found, `lesson ${id} is listed`).toBeDefined();
-  return found as JsonObject;
-}
-
 interface Situations {
   readonly situations: string[];
   readonly not_for: string[];
@@ -159,10 +148,6 @@ function creditOf(body: JsonObject, id: string): JsonObject | undefined {
 /** The lesson's `credit` audit events, as `effect`. */
 function creditEffects(entry: JsonObject): string[] {
   return (entry["audit_trail"] as JsonObject[]).filter((e) => e["field"] === "credit").map((e) => String(e["new_value"]));
-}
-
-function promotionMoves(entry: JsonObject): string[] {
-  return (entry["audit_trail"] as JsonObject[]).filter((e) => e["field"] === "promotion").map((e) => `${String(e["old_value"])}→${String(e["new_value"])}`);
 }
 
 async function contextIds(c: Caller, key: string, runId: string, query: string): Promise<string[]> {

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from "./harness/server.js";
 import { TRANSPORTS, grpcStream, type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, idsOf, ingestAndWait, ok } from "./harness/memory.js";
 import { CallerPool, freshUsers } from "./harness/caller-pool.js";
+import { lesson, lessonOf, promotionMoves } from "./harness/learning.js";
 
 const L = {
   reflect: "engram.v2.LearningService/Reflect",
@@ -66,23 +67,6 @@ async function learn(c: Caller, key: string, runId: string, content: string, opt
   const decision = (body["decisions"] as JsonObject[])[0] as JsonObject;
   expect(decision["decision"], String(decision["reason"])).toBe("accepted");
   return String(decision["lesson_id"]);
-}
-
-/** The stored lesson as ListLessons shows it (all the caller's runs), or undefined when it is not listed. */
-async function lessonOf(c: Caller, key: string, lessonId: string): Promise<JsonObject | undefined> {
-  const body = await ok(c, L.list, { limit: 500 }, key);
-  return (body["lessons"] as JsonObject[]).find((l) => l["id"] === lessonId);
-}
-
-async function lesson(c: Caller, key: string, lessonId: string): Promise<JsonObject> {
-  const found = await lessonOf(c, key, lessonId);
-  expect(found, `lesson ${lessonId} is listed`).toBeDefined();
-  return found as JsonObject;
-}
-
-/** The lesson's promotion moves from its audit trail, as `from→to`. */
-function promotionMoves(entry: JsonObject): string[] {
-  return (entry["audit_trail"] as JsonObject[]).filter((e) => e["field"] === "promotion").map((e) => `${String(e["old_value"])}→${String(e["new_value"])}`);
 }
 
 interface Applied {
