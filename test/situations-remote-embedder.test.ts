@@ -98,11 +98,23 @@ it("finds a lesson of another run for a failure worded otherwise through the rem
   expect(idsOf(unrelated["sources"] as JsonObject[])).not.toContain(id);
 
   // The endpoint down: the question is still answered (by words), without the lesson it could only find by meaning.
+  // A positive outcome in a run that met a failure still applies; only the situation it would add (which needs the
+  // lesson's vector made again) is left out, so the lesson's metadata and index never disagree.
+  await ingestAndWait(c, key, "mail-d", [{ text: MAIL_PARAPHRASE, entry_type: "trace" }]);
+  const situations = async (): Promise<unknown> => {
+    const body = await ok(c, "engram.v2.MemoryService/ListActivity", { run_id: "mail-a", entry_types: ["lesson"], limit: 50 }, key);
+    const entry = (body["entries"] as JsonObject[]).find((e) => e["id"] === id);
+    return (JSON.parse(String(entry?.["metadata_json"])) as Record<string, unknown>)["situations"];
+  };
+  const before = await situations();
   failing = true;
   try {
     const body = await ok(c, RPC.context, { run_id: "mail-c", query: `Deliver the monthly newsletter\n${MAIL_ERROR}`, max_token_budget: 4000 }, key);
     expect(body["context_block"]).toEqual(expect.any(String));
+    const credited = await ok(c, "engram.v2.LearningService/RecordOutcome", { run_id: "mail-d", outcome: "success", entry_ids: [id], rationale: "the lesson fixed it" }, key);
+    expect(credited).toMatchObject({ success: true, entries_reinforced: 1, credits: [{ entry_id: id, effect: "reinforced", reason: "" }] });
   } finally {
     failing = false;
   }
+  expect(await situations()).toEqual(before);
 });

@@ -60,6 +60,8 @@ interface CreditPlan {
   readonly reason: string;
   /** Situations to add to its `situations` (reinforced) or `not_for` (dissociated) list. */
   readonly situations: readonly string[];
+  /** Its postings and vector with the situations a reinforcement adds, embedded before the transaction. */
+  readonly reindex?: Reindex | undefined;
 }
 
 export type StepOutcomeInput = Omit<StepOutcomeRecord, "v" | "id" | "createdAt" | "updatedAt">;
@@ -112,7 +114,6 @@ export class Outcomes {
       else if (!credited.some((e) => e.seq === entry.seq)) credited.push(entry);
     }
     const plans = input.signal === 0 ? new Map<number, CreditPlan>() : await this.#plan(input, credited);
-    const reindexes = await this.#reindexes(credited, plans);
     const now = Date.now();
     const committed = await this.#storage.transaction(() => {
       // Checked again inside the transaction: of concurrent repeats, exactly one applies.
@@ -142,10 +143,12 @@ export class Outcomes {
           const plan = plans.get(entry.seq) as CreditPlan;
           const learned = plan.effect === "dissociated" ? unchanged(current) : reinforce(current, credit);
           const list = plan.effect === "dissociated" ? "not_for" : "situations";
-          const metadataJson = plan.situations.length === 0 ? undefined : withSituations(current.metadataJson, list, plan.situations);
+          // Situations a lesson is found by (not `not_for`) are added only with the postings and vector made for them.
+          const grows = plan.situations.length > 0 && (plan.effect === "dissociated" || plan.reindex !== undefined);
+          const metadataJson = grows ? withSituations(current.metadataJson, list, plan.situations) : undefined;
           const audit: EntryAuditEvent[] =
             plan.reason === "" ? [] : [{ at: now, field: "credit", from: "", to: plan.effect, reason: `outcome ${outcome.id}: ${plan.reason}`, agentId: input.agentId }];
-          applied.push(this.#changes.applyInTransaction(current.seq, learned, by, { metadataJson }, now, metadataJson === undefined ? undefined : reindexes.get(entry.seq), audit));
+          applied.push(this.#changes.applyInTransaction(current.seq, learned, by, { metadataJson }, now, metadataJson === undefined ? undefined : plan.reindex, audit));
         }
       }
       return { outcome, applied };
@@ -178,8 +181,24 @@ export class Outcomes {
     if (elsewhere.length === 0) return plans;
     const run = runSituation(this.#entries, this.#store, input.owner, input.runId);
     const saidNotApplicable = DID_NOT_APPLY.test(input.rationale);
-    for (const lesson of elsewhere) plans.set(lesson.seq, await this.#planOne(input, lesson, run, saidNotApplicable));
+    for (const lesson of elsewhere) plans.set(lesson.seq, await this.#withReindex(lesson, await this.#planOne(input, lesson, run, saidNotApplicable)));
     return plans;
+  }
+
+  /**
+   * A reinforcement that adds situations, with the lesson's postings and vector for them. When the embedder cannot
+   * make them (a remote endpoint down), the outcome still applies, without adding situations: the lesson's index and
+   * its metadata never disagree, and an outcome does not fail for want of an embedding.
+   */
+  async #withReindex(lesson: EntryRecord, plan: CreditPlan): Promise<CreditPlan> {
+    if (plan.effect !== "reinforced" || plan.situations.length === 0) return plan;
+    const metadataJson = withSituations(lesson.metadataJson, "situations", plan.situations);
+    if (metadataJson === undefined) return plan;
+    try {
+      return { ...plan, reindex: await this.#index.reindexOf({ ...lesson, metadataJson }) };
+    } catch {
+      return { effect: "reinforced", reason: "", situations: [] };
+    }
   }
 
   async #planOne(input: OutcomeInput, lesson: EntryRecord, run: RunSituation, saidNotApplicable: boolean): Promise<CreditPlan> {
@@ -200,18 +219,6 @@ export class Outcomes {
       reason: `surfaced in run ${JSON.stringify(input.runId)}, whose failure is not its situation (fit ${bearing.toFixed(2)}), and its fix was not applied: it is no longer recalled for that situation; its confidence is unchanged`,
       situations: situation,
     };
-  }
-
-  /** The new postings and vector of each credited lesson whose situations the outcome grows, embedded before the transaction. */
-  async #reindexes(credited: readonly EntryRecord[], plans: ReadonlyMap<number, CreditPlan>): Promise<Map<number, Reindex>> {
-    const out = new Map<number, Reindex>();
-    for (const entry of credited) {
-      const plan = plans.get(entry.seq);
-      if (plan === undefined || plan.effect !== "reinforced" || plan.situations.length === 0) continue;
-      const metadataJson = withSituations(entry.metadataJson, "situations", plan.situations);
-      if (metadataJson !== undefined) out.set(entry.seq, await this.#index.reindexOf({ ...entry, metadataJson }));
-    }
-    return out;
   }
 
   #repeat(input: OutcomeInput): OutcomeResult | undefined {

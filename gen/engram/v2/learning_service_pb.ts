@@ -853,7 +853,8 @@ export type OutcomeCredit = Message<"engram.v2.OutcomeCredit"> & {
 
   /**
    * `reinforced` (positive outcome: confidence up; for a lesson of another
-   * run, the failure this run met becomes one of its situations),
+   * run, the failure this run met becomes one of its situations — left
+   * out, with an empty `reason`, when the embedder cannot index it then),
    * `penalized` (negative outcome counted against its confidence and
    * promotion) or `dissociated` (negative outcome in a situation it is not
    * about: only its association with that situation is lowered).
