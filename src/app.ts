@@ -124,6 +124,8 @@ export interface StartOptions {
   readonly now?: () => number;
   /** The rate limiter's clock in ms (default: monotonic `performance.now`); tests pass a fake one instead of waiting. */
   readonly rateLimitNow?: () => number;
+  /** The memory's clock in unix ms (entry expiry, retention); tests pass a fake one instead of waiting. */
+  readonly memoryNow?: () => number;
 }
 
 export async function startEngram(config: Config, options: StartOptions = {}): Promise<Engram> {
@@ -192,6 +194,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     logger,
     directSearchEnabled: config.coreEnableDirectSearch,
     runLinks,
+    trustPolicy: config.trustPolicy,
+    now: options.memoryNow ?? Date.now,
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
   router.service(CoordinationService, coordinationService({ agents: agentRegistry, handoffs, liveness: { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs } }));

@@ -11,6 +11,8 @@ import { nextSequence } from "../storage/database.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, vectorFromBytes, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
 import { VectorSpaceConflict } from "../storage/vector-space-store.js";
 import { decodeOptional, openFields, openRecord } from "../storage/record-codec.js";
+import { decodeProvenance } from "../storage/entry-record.js";
+import { legacyProvenance } from "../storage/provenance.js";
 import type { EntryWriter } from "./entry-writer.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Key } from "lmdb";
@@ -138,6 +140,11 @@ function decodeJobItems(jobId: string, value: unknown): JobItem[] {
           derived: e.boolean("derived"),
           confidence: e.number("confidence"),
           sourceIds: e.has("sourceIds") ? e.strings("sourceIds") : [],
+          // Items queued by a build before provenance and expiry: the defaults of their time.
+          provenance: e.has("provenance") ? decodeProvenance(e.object("provenance")) : legacyProvenance(e.string("source")),
+          flags: e.has("flags") ? e.strings("flags") : [],
+          expiresAt: e.has("expiresAt") ? e.number("expiresAt") : 0,
+          absorbedIds: [],
         },
       };
     });

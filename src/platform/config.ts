@@ -1,5 +1,6 @@
 // Reads every SERVICE_* environment variable once, validates it, and hands out a frozen Config.
 // Nothing else in Engram reads process.env.
+import { parseTrustPolicy, type TrustPolicy } from "../storage/provenance.js";
 import path from "node:path";
 
 export interface Config {
@@ -24,6 +25,8 @@ export interface Config {
   readonly embeddings: EmbeddingsConfig | undefined;
   /** An OpenAI-compatible chat endpoint that synthesises answers; answers are built without an LLM when unset. */
   readonly llm: ProviderConfig | undefined;
+  /** The trust each provenance origin gets unless a write states it (SERVICE_TRUST_POLICY, e.g. `tool=untrusted`). */
+  readonly trustPolicy: TrustPolicy;
   /** Opens POST /v2/core/search and the direct-bypass query mode. */
   readonly coreEnableDirectSearch: boolean;
   /** Opens the three /v2/core/pubsub routes. */
@@ -277,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
     embedder: embedderName(text(env, "SERVICE_EMBEDDER", "wordvec")),
     embeddings: embeddingsProvider(env),
     llm: provider(env, "SERVICE_LLM", "gpt-4o-mini"),
+    trustPolicy: trustPolicy(env),
     coreEnableDirectSearch: bool(env, "SERVICE_CORE_ENABLE_DIRECT_SEARCH"),
     coreEnableDirectPubsub: bool(env, "SERVICE_CORE_ENABLE_DIRECT_PUBSUB"),
     maxSubscriptionsPerKey: integer(env, "SERVICE_MAX_SUBSCRIPTIONS_PER_KEY", 64, 1, 1_000_000),
@@ -296,4 +300,10 @@ export function loadConfig(env: Env = process.env): Config {
         .filter((r) => r !== ""),
     ),
   });
+}
+
+function trustPolicy(env: Env): TrustPolicy {
+  const policy = parseTrustPolicy(env["SERVICE_TRUST_POLICY"] ?? "");
+  if (typeof policy === "string") throw new ConfigError(policy);
+  return policy;
 }

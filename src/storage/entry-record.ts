@@ -1,6 +1,7 @@
 // The memory entry record: its vocabularies (defined once, everything else derives from them), its shape, and the
 // decoder every read from LMDB goes through (schema version checked, older versions upgraded, nothing cast).
 import { openRecord, type RecordReader } from "./record-codec.js";
+import { ORIGINS, TRUST_LEVELS, legacyProvenance, type Provenance } from "./provenance.js";
 
 export const ENTRY_TYPES = ["fact", "lesson", "rule", "trace", "working_memory", "archive_block", "checkpoint"] as const;
 export type EntryType = (typeof ENTRY_TYPES)[number];
@@ -23,7 +24,7 @@ export const PROMOTION_STATES = ["proposed", "auditioning", "quarantined"] as co
 export type PromotionState = "" | (typeof PROMOTION_STATES)[number];
 
 /** The record version this build writes; older versions are upgraded when read. */
-export const ENTRY_RECORD_VERSION = 3;
+export const ENTRY_RECORD_VERSION = 4;
 
 /** How many runs a lesson remembers having been learned in: enough to tell "confirmed elsewhere", and bounded. */
 export const MAX_CONFIRMED_RUNS = 16;
@@ -134,6 +135,14 @@ export interface EntryRecord {
   readonly learning: LearningState;
   /** Number of index terms, for BM25 length normalisation. */
   readonly termCount: number;
+  /** Where the text came from, who wrote it, how far it is trusted. */
+  readonly provenance: Provenance;
+  /** What ingest noticed about the text, e.g. `instruction_like`; empty when nothing. */
+  readonly flags: readonly string[];
+  /** Unix milliseconds after which the entry is gone; 0: it does not expire. */
+  readonly expiresAt: number;
+  /** Ids of the near-duplicate entries merged into this one; they resolve to it. */
+  readonly absorbedIds: readonly string[];
 }
 
 /** What a caller supplies; the store assigns the rest. */
@@ -165,6 +174,10 @@ export function newEntry(
     derived: false,
     confidence: 1,
     sourceIds: [],
+    provenance: legacyProvenance(fields.source ?? "agent"),
+    flags: [],
+    expiresAt: 0,
+    absorbedIds: [],
     ...fields,
   };
 }
@@ -179,7 +192,7 @@ export function isStaleRecord(record: EntryRecord): boolean {
  * missing or mistyped field, throws: start-up stops with the message rather than serving a corrupt record.
  */
 export function decodeEntry(value: unknown, seq: number): EntryRecord {
-  const r = openRecord("entries", seq, value, [1, 2, ENTRY_RECORD_VERSION]);
+  const r = openRecord("entries", seq, value, [1, 2, 3, ENTRY_RECORD_VERSION]);
   const upgraded = r.version === 1;
   const entryType = r.oneOf("entryType", ENTRY_TYPES);
   const createdAt = r.number("createdAt");
@@ -225,7 +238,16 @@ export function decodeEntry(value: unknown, seq: number): EntryRecord {
         })),
     learning: r.version < 3 ? initialLearning(r.number("confidence"), r.string("runId")) : decodeLearning(r.object("learning")),
     termCount: r.integer("termCount"),
+    provenance: r.version < 4 ? legacyProvenance(r.string("source")) : decodeProvenance(r.object("provenance")),
+    flags: r.version < 4 ? [] : r.strings("flags"),
+    expiresAt: r.version < 4 ? 0 : r.number("expiresAt"),
+    absorbedIds: r.version < 4 ? [] : r.strings("absorbedIds"),
   };
+}
+
+/** A stored provenance object (entry records from version 4, queued ingest items). */
+export function decodeProvenance(r: RecordReader): Provenance {
+  return { origin: r.oneOf("origin", ORIGINS), toolName: r.string("toolName"), url: r.string("url"), trust: r.oneOf("trust", TRUST_LEVELS), keyId: r.string("keyId") };
 }
 
 function decodeLearning(r: RecordReader): LearningState {

@@ -9,6 +9,7 @@ import type { AccessControl } from "../../acl/access-control.js";
 import type { AgentRegistry } from "../../coordination/agent-registry.js";
 import type { Handoffs } from "../../coordination/handoffs.js";
 import type { RunLinks } from "../../runs/run-links.js";
+import type { TrustPolicy } from "../../storage/provenance.js";
 
 export interface MemoryDeps {
   readonly entries: EntryStore;
@@ -27,4 +28,8 @@ export interface MemoryDeps {
   readonly handoffs: Handoffs;
   /** Links between the caller's runs: what `include_linked_runs` adds to a read. */
   readonly runLinks: RunLinks;
+  /** The trust each provenance origin gets unless a write states it. */
+  readonly trustPolicy: TrustPolicy;
+  /** The memory's clock in unix ms: expiry is read against it (tests pass one they control). */
+  readonly now: () => number;
 }

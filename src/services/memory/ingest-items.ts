@@ -6,6 +6,7 @@ import type { JobItem } from "../../memory/ingest-queue.js";
 import { isEnvTag } from "../../retrieval/env-tags.js";
 import { bounded, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
 import type { ItemVectors, RequestSpaces } from "./vector-space-input.js";
+import { expiryOf, provenanceOf, type WriteOrigin } from "./provenance-input.js";
 
 export const MAX_ITEMS = 1000;
 
@@ -63,7 +64,7 @@ function entryTypeOf(field: string, entryType: string, intent: string): { type: 
 }
 
 /** An ingest item; a space it creates is claimed at once (any problem fails the whole request). */
-export function ingestItem(item: IngestItem, index: number, owner: number, runId: string, agentId: string, spaces: RequestSpaces): JobItem {
+export function ingestItem(item: IngestItem, index: number, owner: number, runId: string, agentId: string, spaces: RequestSpaces, origin: WriteOrigin): JobItem {
   const field = `items[${index}]`;
   const { type, reasoning, confidence } = entryTypeOf(field, item.entryType, item.intent);
   let text = item.text;
@@ -92,6 +93,7 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
   const vectors = spaces.check(field, item.vectorSpace, item.embedding);
   spaces.claim(vectors);
   const { vector } = vectors;
+  const source = oneOf(`${field}.source`, item.source, SOURCES, "agent");
   const entry: NewEntry = {
     sourceIds: [],
     owner,
@@ -107,11 +109,15 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
     lane: bounded(`${field}.lane`, item.lane),
     occurrenceTime: occurrence || occurrenceFromMetadata(metadata) || Math.floor(Date.now() / 1000),
     upsertKey: bounded(`${field}.upsert_key`, item.upsertKey),
-    source: oneOf(`${field}.source`, item.source, SOURCES, "agent"),
+    source,
     contentType: bounded(`${field}.content_type`, item.contentType) || "text/plain",
     envTags: envTags(`${field}.env_tags`, item.envTags),
     derived: false,
     confidence: 1,
+    provenance: provenanceOf(`${field}.provenance`, item.provenance, source, origin),
+    flags: [],
+    expiresAt: expiryOf(`${field}.`, item.ttlSeconds, item.expiresAt, origin.now),
+    absorbedIds: [],
   };
   return {
     itemId: bounded(`${field}.item_id`, item.itemId) || `item-${index}`,
@@ -128,11 +134,20 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
  * A batch-insert item; problems are reported per item rather than failing the request. A space the item would create
  * is not claimed here: the caller claims it once the item passed its other checks too.
  */
-export function batchItem(item: BatchInsertItem, index: number, owner: number, runId: string, agentId: string, spaces: RequestSpaces): { entry: NewEntry } & ItemVectors {
+export function batchItem(
+  item: BatchInsertItem,
+  index: number,
+  owner: number,
+  runId: string,
+  agentId: string,
+  spaces: RequestSpaces,
+  origin: WriteOrigin,
+): { entry: NewEntry } & ItemVectors {
   const field = `items[${index}]`;
   const type = oneOf(`${field}.entry_type`, item.entryType, ENTRY_TYPES, "fact");
   if (type === "lesson") throw invalidArgument(`${field}.entry_type`, "lessons need lesson fields: use Ingest or Remember");
   const occurrence = unixSeconds(`${field}.occurrence_time`, item.occurrenceTime);
+  const source = oneOf(`${field}.source`, item.source, SOURCES, "agent");
   const entry = newEntry({
     owner,
     runId,
@@ -144,8 +159,10 @@ export function batchItem(item: BatchInsertItem, index: number, owner: number, r
     metadataJson: jsonObject(`${field}.metadata_json`, item.metadataJson),
     lane: bounded(`${field}.lane`, item.lane),
     occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
-    source: oneOf(`${field}.source`, item.source, SOURCES, "agent"),
+    source,
     envTags: envTags(`${field}.env_tags`, item.envTags),
+    provenance: provenanceOf(`${field}.provenance`, item.provenance, source, origin),
+    expiresAt: expiryOf(`${field}.`, item.ttlSeconds, item.expiresAt, origin.now),
   });
   return { entry, ...spaces.check(field, item.vectorSpace, item.embedding) };
 }

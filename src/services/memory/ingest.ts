@@ -55,7 +55,8 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       const agentId = bounded("agent_id", req.agentId);
       checkItemCount(req.items.length);
       const spaces = spacesOf(caller.userId);
-      const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, spaces));
+      const origin = { trustPolicy: deps.trustPolicy, keyId: caller.keyId, now: deps.now() };
+      const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, spaces, origin));
       const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
       items.forEach((item, i) => {
         const refusal = mayWrite(item.entry);
@@ -81,10 +82,11 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       const valid: { at: number; item: EntryToWrite }[] = [];
       const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
       const spaces = spacesOf(caller.userId);
+      const origin = { trustPolicy: deps.trustPolicy, keyId: caller.keyId, now: deps.now() };
       req.items.forEach((raw, i) => {
         const itemId = raw.itemId || `item-${i}`;
         try {
-          const item = batchItem(raw, i, caller.userId, runId, agentId, spaces);
+          const item = batchItem(raw, i, caller.userId, runId, agentId, spaces, origin);
           const refusal = mayWrite(item.entry);
           if (refusal !== undefined) throw permissionDenied(`items[${i}].${refusal.field}: ${refusal.reason}`);
           spaces.claim(item);

@@ -6,6 +6,7 @@ import { permissionDenied } from "../../platform/errors.js";
 import { IMPORTANCE_LEVELS, LESSON_SCOPES, newEntry } from "../../storage/entry-store.js";
 import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
+import { expiryOf, provenanceOf } from "./provenance-input.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
 import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds, unixSeconds } from "./validate.js";
@@ -25,6 +26,9 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const intent = oneOf("intent", req.intent, INTENTS, "fact");
       const scope = oneOf("lesson_scope", req.lessonScope, LESSON_SCOPES, "session");
       const occurrence = unixSeconds("occurrence_time", req.occurrenceTime);
+      const now = deps.now();
+      const provenance = provenanceOf("provenance", req.provenance, "agent", { trustPolicy: deps.trustPolicy, keyId: caller.keyId, now });
+      const expiresAt = expiryOf("", req.ttlSeconds, req.expiresAt, now);
       const refusal = deps.agents.writeCheck(caller.userId, sessionId, req.agentId)({ lane: "", entryType: intent });
       if (refusal !== undefined) throw permissionDenied(`${refusal.field === "lane" ? "lane" : "intent"}: ${refusal.reason}`);
       const [written] = await deps.writer.write(
@@ -42,6 +46,8 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
               importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
               metadataJson: jsonObject("metadata_json", req.metadataJson),
               occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
+              provenance,
+              expiresAt,
             }),
           },
         ],
