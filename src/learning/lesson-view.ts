@@ -4,6 +4,7 @@ import type { LessonEntrySchema } from "../../gen/engram/v2/learning_service_pb.
 import type { EntryRecord } from "../storage/entry-store.js";
 import { isStaleRecord } from "../storage/entry-record.js";
 import { lessonTypeOf, scopeOf } from "./lesson-listing.js";
+import { provenanceView } from "../memory/provenance-view.js";
 
 type LessonEntryInit = MessageInitShape<typeof LessonEntrySchema>;
 
@@ -38,6 +39,7 @@ export function lessonEntryOf(record: EntryRecord): LessonEntryInit {
     userId: record.userId,
     createdAt: new Date(record.createdAt).toISOString(),
     updatedAt: new Date(record.updatedAt).toISOString(),
+    provenance: provenanceView(record),
     auditTrail: record.audit.map((event) => ({
       at: new Date(event.at).toISOString(),
       field: lessonFieldName(event.field),

@@ -8,6 +8,7 @@ import { rerankByEnvTags, type EnvTag } from "../retrieval/env-tags.js";
 import type { Budget, RankBy, SearchRequest, SearchResult } from "../retrieval/search-engine.js";
 import type { EntryType } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
+import type { ProvenanceFilter } from "./provenance-filter.js";
 
 export interface Question {
   readonly runIds: readonly string[];
@@ -34,6 +35,8 @@ export interface Question {
   readonly tolerateEmbedderFailure?: boolean;
   /** Only entries of these lanes ("" for no lane): the view of a registered agent. Undefined: every lane. */
   readonly lanes?: ReadonlySet<string> | undefined;
+  /** Only entries of some origins or one trust level; undefined: any. */
+  readonly provenance?: ProvenanceFilter | undefined;
 }
 
 export interface Retrieved extends SearchResult {
@@ -85,6 +88,8 @@ export async function searchReadable(index: MemoryIndex, acl: AccessControl, cal
       laneFilter: q.laneFilter,
       minTimestamp: q.time.min,
       maxTimestamp: q.time.max,
+      origins: q.provenance?.origins,
+      trust: q.provenance?.trust,
     },
     includeWorkingMemory: q.includeWorkingMemory,
     limit: q.limit,

@@ -3,6 +3,7 @@
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
 import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
+import { ORIGINS, type Origin, type Trust } from "../storage/provenance.js";
 
 const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
@@ -14,6 +15,10 @@ const FLAG_WITHHELD = 16;
 const FLAG_AUDITIONING = 32;
 const FLAG_VERIFIED = 64;
 const FLAG_VALIDATED = 128;
+
+/** The provenance column: the origin's index in ORIGINS in the low bits, and this bit when the entry is untrusted. */
+const PROVENANCE_UNTRUSTED = 0x80;
+const PROVENANCE_ORIGIN = 0x7f;
 
 /** Ranking weight of what outcomes taught: confidence, reinforcement and production use; 1 for an untouched entry. */
 export function learnedWeight(confidence: number, reinforcementCount: number, verified: boolean): number {
@@ -107,6 +112,8 @@ interface ColumnsPage extends Page {
   readonly author: Int32Array;
   /** What outcomes taught, as one ranking weight (see learnedWeight). */
   readonly learned: Float32Array;
+  /** Origin and trust (see PROVENANCE_UNTRUSTED). */
+  readonly provenance: Uint8Array;
 }
 
 const ROWS = PAGE_MASK + 1;
@@ -126,6 +133,7 @@ function columnsPage(): ColumnsPage {
     termCount: new Int32Array(ROWS),
     author: new Int32Array(ROWS),
     learned: new Float32Array(ROWS),
+    provenance: new Uint8Array(ROWS),
   };
 }
 
@@ -151,7 +159,9 @@ export function isUnfiltered(filter: EntryFilter): boolean {
     filter.userId === undefined &&
     filter.laneFilter === "" &&
     filter.minTimestamp === undefined &&
-    filter.maxTimestamp === undefined
+    filter.maxTimestamp === undefined &&
+    filter.origins === undefined &&
+    filter.trust === undefined
   );
 }
 
@@ -164,6 +174,10 @@ export interface EntryFilter {
   /** Inclusive bounds on occurrence time (creation time when none), unix seconds. */
   readonly minTimestamp: number | undefined;
   readonly maxTimestamp: number | undefined;
+  /** Only entries of these origins (see storage/provenance.ts). Undefined: every origin. */
+  readonly origins?: ReadonlySet<Origin> | undefined;
+  /** Only entries of this trust level. Undefined: any. */
+  readonly trust?: Trust | undefined;
 }
 
 /** Entries and index terms of one owner: the document statistics BM25 uses when it scores that owner's entries. */
@@ -260,6 +274,7 @@ export class Catalog {
     const withheld = knowledge && (learning.promotionState === "quarantined" || record.validationStatus === "invalidated");
     const auditioning = knowledge && !withheld && learning.promotionState === "auditioning" && record.lessonScope !== "global";
     const globalLesson = knowledge && !withheld && (record.lessonScope === "global" || auditioning);
+    page.provenance[row] = ORIGINS.indexOf(record.provenance.origin) | (record.provenance.trust === "untrusted" ? PROVENANCE_UNTRUSTED : 0);
     page.learned[row] = learnedWeight(record.confidence, learning.reinforcementCount, learning.verifiedInProduction);
     page.flags[row] =
       FLAG_PRESENT |
@@ -541,6 +556,8 @@ export class Catalog {
     const lane = filter.laneFilter === "" ? undefined : (this.#strings.lookup(filter.laneFilter) ?? -1);
     const min = filter.minTimestamp ?? -Infinity;
     const max = filter.maxTimestamp ?? Infinity;
+    const origins = filter.origins === undefined ? undefined : new Set([...filter.origins].map((o) => ORIGINS.indexOf(o)));
+    const untrusted = filter.trust === undefined ? undefined : filter.trust === "untrusted";
     return (seq) => {
       const page = this.#columns.page(seq);
       const row = seq & PAGE_MASK;
@@ -553,6 +570,11 @@ export class Catalog {
       if (lane !== undefined) {
         const l = page.lane[row] as number;
         if (l !== noLane && l !== lane) return false;
+      }
+      if (origins !== undefined || untrusted !== undefined) {
+        const provenance = page.provenance[row] as number;
+        if (origins !== undefined && !origins.has(provenance & PROVENANCE_ORIGIN)) return false;
+        if (untrusted !== undefined && ((provenance & PROVENANCE_UNTRUSTED) !== 0) !== untrusted) return false;
       }
       const when = page.occurrence[row] as number;
       return when >= min && when <= max;

@@ -5,6 +5,7 @@
 import type { GrantedRun } from "../../acl/access-control.js";
 import type { EntryRecord, EntryStore, EntryType } from "../../storage/entry-store.js";
 import { TimeSlicer, chunkedVisibleSeqs, mergeSeqs } from "../scan.js";
+import { isProvenanceUnfiltered, matchesProvenance, provenanceSignature, type ProvenanceFilter } from "../provenance-filter.js";
 
 export type Sort = "asc" | "desc";
 
@@ -23,6 +24,8 @@ export interface ActivityQuery {
   readonly sort: Sort;
   /** Other owners' entries of `runId` the caller holds read grants on (empty for admins, who see all anyway). */
   readonly granted: readonly GrantedRun[];
+  /** Only entries of some origins or one trust level; undefined: any. */
+  readonly provenance?: ProvenanceFilter | undefined;
 }
 
 /** The filters of a listing as one canonical text: equal for equal filters, whatever their order. */
@@ -36,6 +39,7 @@ export function filterSignature(q: ActivityQuery): string {
     q.createdAfter ?? null,
     q.createdBefore ?? null,
     q.excludeDerived,
+    ...(isProvenanceUnfiltered(q.provenance) ? [] : provenanceSignature(q.provenance)),
   ]);
 }
 
@@ -67,7 +71,15 @@ export class ExportTooLarge extends Error {
 
 /** Whether the query filters on fields of the record rather than only on the index it scans. */
 export function filtersRecords(q: ActivityQuery): boolean {
-  return q.userId !== "" || q.agentId !== "" || q.entryTypes !== undefined || q.createdAfter !== undefined || q.createdBefore !== undefined || q.excludeDerived;
+  return (
+    q.userId !== "" ||
+    q.agentId !== "" ||
+    q.entryTypes !== undefined ||
+    q.createdAfter !== undefined ||
+    q.createdBefore !== undefined ||
+    q.excludeDerived ||
+    !isProvenanceUnfiltered(q.provenance)
+  );
 }
 
 function matches(q: ActivityQuery, e: EntryRecord): boolean {
@@ -76,6 +88,7 @@ function matches(q: ActivityQuery, e: EntryRecord): boolean {
   if (q.entryTypes !== undefined && !q.entryTypes.has(e.entryType)) return false;
   if (q.createdAfter !== undefined && e.createdAt < q.createdAfter) return false;
   if (q.createdBefore !== undefined && e.createdAt > q.createdBefore) return false;
+  if (!matchesProvenance(q.provenance, e.provenance)) return false;
   return !(q.excludeDerived && e.derived);
 }
 

@@ -2,7 +2,7 @@
 // records once, not once per page. A remembered total covers the entries up to a seq; a later page counts only the
 // entries written since. Before it is reused, the index keys up to that seq are counted again (no record is read):
 // a deletion or a run deletion changes that count and the total is computed afresh. Record fields the filters read
-// (user, agent, entry type, creation time, derived) never change after a write; lanes can, so listings limited to
+// (user, agent, entry type, creation time, derived, provenance) never change after a write; lanes can, so listings limited to
 // granted lanes are not remembered.
 import type { EntryStore } from "../../storage/entry-store.js";
 import { countActivity, countRange, filterSignature, filtersRecords, type ActivityQuery } from "./activity-scan.js";

@@ -27,6 +27,9 @@ import { decodePageToken, encodePageToken } from "../../memory/activity/page-tok
 import { bounded, content, entryTypeFilter, required } from "./validate.js";
 import type { MemoryDeps } from "./deps.js";
 import { mayWrite } from "./archive.js";
+import { provenanceFilterOf } from "./provenance-filter-input.js";
+import { provenanceView } from "../../memory/provenance-view.js";
+import type { TrustPolicy } from "../../storage/provenance.js";
 
 export { MAX_EXPORT_CHARS, MAX_EXPORT_ENTRIES };
 
@@ -53,7 +56,7 @@ export interface ActivityDeps {
   readonly agents?: MemoryDeps["agents"];
 }
 
-type FilterFields = Pick<ListActivityRequest, "runId" | "userId" | "agentId" | "entryTypes" | "createdAfter" | "createdBefore" | "sort">;
+type FilterFields = Pick<ListActivityRequest, "runId" | "userId" | "agentId" | "entryTypes" | "createdAfter" | "createdBefore" | "sort" | "origins" | "trust">;
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -120,6 +123,7 @@ function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext
     createdBefore: req.createdBefore === "" ? undefined : parseRfc3339("created_before", req.createdBefore),
     excludeDerived,
     sort: sortOf(req.sort),
+    provenance: provenanceFilterOf(req.origins, req.trust),
   };
 }
 
@@ -147,6 +151,7 @@ function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry 
     derived: e.derived,
     sourceEntryIds: [...e.sourceIds],
     lineageReview: e.lineageReview,
+    provenance: provenanceView(e),
   });
 }
 

@@ -12,6 +12,8 @@ import { readableScopes, retrieve } from "./retrieve.js";
 import { withinLanes } from "../../memory/scoped-search.js";
 import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import { handoffView } from "../coordination/coordination-views.js";
+import { provenanceFilterOf } from "./provenance-filter-input.js";
+import type { ProvenanceFilter } from "../../memory/provenance-filter.js";
 import { BUDGETS, bounded, clampLimit, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "getContext">;
@@ -77,6 +79,7 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
         lanes: view?.lanes,
         laneFilter: bounded("lane_filter", req.laneFilter),
         time: timeBounds(req.minTimestamp, req.maxTimestamp),
+        provenance: provenanceFilterOf(req.origins, req.trust),
         includeWorkingMemory: req.includeWorkingMemory ?? true,
         includeGlobalLessons: true,
         limit: Math.min(400, limitPerSection * CANDIDATES_PER_SECTION_SLOT * 2),
@@ -132,7 +135,7 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
 function newest(
   deps: MemoryDeps,
   ctx: Parameters<Handlers["getContext"]>[1],
-  q: { runIds: readonly string[]; userId: string; entryTypes: ReturnType<typeof entryTypeFilter>; laneFilter: string; time: { min: number | undefined; max: number | undefined }; includeWorkingMemory: boolean; lanes: ReadonlySet<string> | undefined },
+  q: { runIds: readonly string[]; userId: string; entryTypes: ReturnType<typeof entryTypeFilter>; laneFilter: string; time: { min: number | undefined; max: number | undefined }; provenance: ProvenanceFilter; includeWorkingMemory: boolean; lanes: ReadonlySet<string> | undefined },
   limit: number,
 ): Candidate[] {
   const caller = callerOf(ctx);
@@ -143,6 +146,8 @@ function newest(
     laneFilter: q.laneFilter,
     minTimestamp: q.time.min,
     maxTimestamp: q.time.max,
+    origins: q.provenance.origins,
+    trust: q.provenance.trust,
   });
   const scopes = withinLanes(readableScopes(deps.acl, caller, q.runIds), q.lanes);
   const inScope = catalog.scopeMatcher(scopes, undefined);

@@ -2,9 +2,11 @@
 import type { QueryEvidence } from "../../../gen/engram/v2/memory_service_pb.js";
 import { isStaleRecord, type EntryRecord } from "../../storage/entry-store.js";
 import type { Hit, RetrievalMode } from "../../retrieval/search-engine.js";
+import { provenanceView } from "../../memory/provenance-view.js";
 
-export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo"> & {
+export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo" | "provenance"> & {
   explainInfo?: QueryEvidence["explainInfo"];
+  provenance?: QueryEvidence["provenance"];
 };
 
 export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode): EvidenceInit {
@@ -25,6 +27,7 @@ export function evidenceOfEntry(entry: EntryRecord, score: number, mode: Retriev
     lane: entry.lane,
     occurrenceTime: BigInt(entry.occurrenceTime),
     createdAt: new Date(entry.createdAt).toISOString(),
+    provenance: provenanceView(entry),
   };
 }
 

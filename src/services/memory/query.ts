@@ -11,6 +11,7 @@ import { evidenceOfHit } from "./evidence.js";
 import { retrieve, type Retrieved } from "./retrieve.js";
 import { BUDGETS, RANK_BY, bounded, clampLimit, content, entryTypeFilter, oneOf, required, timeBounds } from "./validate.js";
 import { queryVector } from "./vector-space-input.js";
+import { provenanceFilterOf } from "./provenance-filter-input.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "query">;
 
@@ -68,6 +69,7 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
         lanes: view?.lanes,
         laneFilter: bounded("lane_filter", req.laneFilter),
         time: timeBounds(req.minTimestamp, req.maxTimestamp),
+        provenance: provenanceFilterOf(req.origins, req.trust),
         includeWorkingMemory: req.includeWorkingMemory ?? true,
         includeGlobalLessons: !req.preferCurrentRun && !direct,
         limit: clampLimit(req.limit, 10, 100),
