@@ -209,7 +209,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     (owner, runId) => ({ control_sessions: controlSessionStore.removeInTransaction(owner, runId) ? 1 : 0 }),
     (owner, runId) => ({ ...deletePlanningOfRun(storage, owner, runId) }),
   ];
-  const planning = new Planning({ storage, entries, writer, events });
+  const planning = new Planning({ storage, entries, writer, events, trustPolicy: config.trustPolicy });
   const coreEvents = new CoreEventBus();
   const subscriptions = new SubscriptionRegistry(coreEvents, acl, subscriptionLimits);
   const compactor = new Compactor(storage, logger);
@@ -231,7 +231,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     extractor: llm === undefined ? builtinExtractor : new LlmExtractor(llm, builtinExtractor, { timeoutMs: config.llm?.timeoutMs ?? 10_000 }),
   });
   const outcomes = new Outcomes({ storage, entries, catalog: index.catalog, store: outcomeStore, changes: learning, events, index });
-  router.service(SessionsService, sessionsService(new ControlSessions({ storage, entries, store: controlSessionStore, writer, reflector, events })));
+  router.service(SessionsService, sessionsService(new ControlSessions({ storage, entries, store: controlSessionStore, writer, reflector, events, trustPolicy: config.trustPolicy })));
   router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore, runLinks }));
   router.service(EventsService, eventsService(events));
   router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, directory: runDirectory, links: runLinks, sessionPhase: (owner, runId) => controlSessionStore.phaseOf(owner, runId),

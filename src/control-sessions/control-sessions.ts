@@ -11,6 +11,7 @@ import type { EntryStore, WrittenEntry } from "../storage/entry-store.js";
 import { CONTROL_SESSION_RECORD_VERSION, type ControlSessionPhase, type ControlSessionRecord } from "./control-session-record.js";
 import type { ControlSessionStore, SessionWindow } from "./control-session-store.js";
 import { finalCheckpoint } from "./final-checkpoint.js";
+import { DEFAULT_TRUST_POLICY, type TrustPolicy } from "../storage/provenance.js";
 
 /** A session as a reader sees it: the record, its current phase and its window of entries. */
 export interface ControlSessionView extends SessionWindow {
@@ -43,7 +44,18 @@ export class ControlSessions {
   readonly #reflector: Reflector;
   readonly #events: EventBus;
 
-  constructor(deps: { storage: Storage; entries: EntryStore; store: ControlSessionStore; writer: EntryWriter; reflector: Reflector; events: EventBus }) {
+  readonly #trustPolicy: TrustPolicy;
+
+  constructor(deps: {
+    storage: Storage;
+    entries: EntryStore;
+    store: ControlSessionStore;
+    writer: EntryWriter;
+    reflector: Reflector;
+    events: EventBus;
+    trustPolicy?: TrustPolicy;
+  }) {
+    this.#trustPolicy = deps.trustPolicy ?? DEFAULT_TRUST_POLICY;
     this.#storage = deps.storage;
     this.#entries = deps.entries;
     this.#store = deps.store;
@@ -94,7 +106,7 @@ export class ControlSessions {
    * reflection's lessons when asked and the phase `closed` commit together. On any failure nothing is stored and the
    * session is `active` again.
    */
-  async close(owner: number, runId: string, reflect: boolean, signal?: AbortSignal): Promise<CloseResult> {
+  async close(owner: number, runId: string, reflect: boolean, signal?: AbortSignal, keyId = ""): Promise<CloseResult> {
     const before = this.#store.get(owner, runId);
     if (before === undefined) throw notFound(`control session ${quoted(runId)}`);
     if (before.phase === "closed") throw conflict(runId, "is already closed");
@@ -103,7 +115,7 @@ export class ControlSessions {
       const now = Date.now();
       const endSeq = this.#entries.maxSeq();
       const { ingestCount } = this.#store.window({ ...before, phase: "closed", endSeq });
-      const [prepared] = await this.#writer.prepare([{ entry: finalCheckpoint(this.#entries, before, ingestCount, now) }]);
+      const [prepared] = await this.#writer.prepare([{ entry: finalCheckpoint(this.#entries, before, ingestCount, now, { keyId, trustPolicy: this.#trustPolicy }) }]);
       if (prepared === undefined) throw new Error("prepare returned no entry");
       const writes: AlongsideWrites<WrittenEntry> = {
         inTransaction: () => {

@@ -3,6 +3,7 @@
 import { countTokens } from "../retrieval/context/token-counter.js";
 import { newEntry, type EntryStore, type NewEntry } from "../storage/entry-store.js";
 import type { ControlSessionRecord } from "./control-session-record.js";
+import { DEFAULT_TRUST_POLICY, leastTrust, writeProvenance, type TrustPolicy } from "../storage/provenance.js";
 
 /** Recent entries the final checkpoint holds at most. */
 export const FINAL_CHECKPOINT_ENTRIES = 50;
@@ -14,11 +15,25 @@ const ENTRY_CHARS = 400;
 const MAX_SCANNED = 200;
 export const FINAL_CHECKPOINT_LABEL = "session_close";
 
-export function finalCheckpoint(entries: EntryStore, session: ControlSessionRecord, ingestCount: number, now: number): NewEntry {
+/** Who closes the session: the closing key, and the trust policy its checkpoint's trust comes from. */
+export interface Closer {
+  readonly keyId: string;
+  readonly trustPolicy: TrustPolicy;
+}
+
+export function finalCheckpoint(
+  entries: EntryStore,
+  session: ControlSessionRecord,
+  ingestCount: number,
+  now: number,
+  closer: Closer = { keyId: "", trustPolicy: DEFAULT_TRUST_POLICY },
+): NewEntry {
   const header = `Control session ${session.runId} closed at ${new Date(now).toISOString()}; opened at ${new Date(session.createdAt).toISOString()}; ${ingestCount} entries written during it.`;
   let budget = FINAL_CHECKPOINT_TOKENS - countTokens(header);
   const lines: string[] = [];
   const sourceIds: string[] = [];
+  // The server writes the checkpoint (origin `system`), but it quotes the run's entries: untrusted text stays so.
+  let trust = closer.trustPolicy.system;
   let scanned = 0;
   for (const seq of entries.visibleSeqs(session.owner, session.runId, true)) {
     if (++scanned > MAX_SCANNED || lines.length >= FINAL_CHECKPOINT_ENTRIES) break;
@@ -30,6 +45,7 @@ export function finalCheckpoint(entries: EntryStore, session: ControlSessionReco
     budget -= cost;
     lines.push(line);
     sourceIds.push(entry.id);
+    trust = leastTrust(trust, entry.provenance.trust);
   }
   // Read newest first: the checkpoint tells them in the order they happened.
   lines.reverse();
@@ -46,6 +62,7 @@ export function finalCheckpoint(entries: EntryStore, session: ControlSessionReco
     occurrenceTime: Math.floor(now / 1000),
     source: "system",
     sourceIds,
+    provenance: { ...writeProvenance("system", closer.keyId, closer.trustPolicy), trust },
   });
 }
 

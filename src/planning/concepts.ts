@@ -8,6 +8,7 @@ import { newEntry, type EntryStore, type WrittenEntry } from "../storage/entry-s
 import { decodeOptional } from "../storage/record-codec.js";
 import { PLANNING_LIMITS, decodeConcept, newRecordVersion, type ConceptRecord } from "./planning-records.js";
 import { runRange } from "../storage/key-range.js";
+import { DEFAULT_TRUST_POLICY, writeProvenance, type TrustPolicy } from "../storage/provenance.js";
 
 export interface ConceptDefinition {
   readonly owner: number;
@@ -16,6 +17,8 @@ export interface ConceptDefinition {
   readonly definition: string;
   readonly relatedConcepts: readonly string[];
   readonly schemaJson: string;
+  /** API key that defines the concept; stored in its entry's provenance. */
+  readonly keyId?: string;
 }
 
 export interface ConceptPage {
@@ -41,8 +44,10 @@ export class Concepts {
   readonly #entries: EntryStore;
   readonly #writer: EntryWriter;
   readonly #events: EventBus;
+  readonly #trustPolicy: TrustPolicy;
 
-  constructor(storage: Storage, entries: EntryStore, writer: EntryWriter, events: EventBus) {
+  constructor(storage: Storage, entries: EntryStore, writer: EntryWriter, events: EventBus, trustPolicy: TrustPolicy = DEFAULT_TRUST_POLICY) {
+    this.#trustPolicy = trustPolicy;
     this.#storage = storage;
     this.#entries = entries;
     this.#writer = writer;
@@ -61,6 +66,7 @@ export class Concepts {
       occurrenceTime: Math.floor(now / 1000),
       upsertKey: conceptUpsertKey(name),
       source: "agent",
+      provenance: writeProvenance("agent", definition.keyId ?? "", this.#trustPolicy),
     });
     const prepared = await this.#writer.prepare([{ entry }]);
     const { record, written } = await this.#storage.transaction(() => {

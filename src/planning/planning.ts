@@ -12,12 +12,15 @@ import { goalMessage, variableMessage } from "./messages.js";
 import { PLANNING_LIMITS } from "./planning-records.js";
 import { Variables } from "./variables.js";
 import { runRange } from "../storage/key-range.js";
+import type { TrustPolicy } from "../storage/provenance.js";
 
 export interface PlanningDeps {
   readonly storage: Storage;
   readonly entries: EntryStore;
   readonly writer: EntryWriter;
   readonly events: EventBus;
+  /** The trust each origin gets (SERVICE_TRUST_POLICY); the default policy when not given. */
+  readonly trustPolicy?: TrustPolicy;
 }
 
 export class Planning {
@@ -30,7 +33,7 @@ export class Planning {
   constructor(deps: PlanningDeps) {
     this.storage = deps.storage;
     this.variables = new Variables(deps.storage, deps.events);
-    this.concepts = new Concepts(deps.storage, deps.entries, deps.writer, deps.events);
+    this.concepts = new Concepts(deps.storage, deps.entries, deps.writer, deps.events, deps.trustPolicy);
     this.goals = new Goals(deps.storage, deps.events);
     this.actions = new ActionLog(deps.storage);
   }

@@ -77,6 +77,14 @@ export function legacyProvenance(source: string, policy: TrustPolicy = DEFAULT_T
   return { origin, toolName: "", url: "", trust: policy[origin], keyId: "" };
 }
 
+/**
+ * Provenance of an entry a route writes for its caller without a stated provenance (archive blocks, checkpoints,
+ * activity traces, concepts, a session's final checkpoint): the writing key, and the trust the policy gives the origin.
+ */
+export function writeProvenance(origin: Origin, keyId: string, policy: TrustPolicy = DEFAULT_TRUST_POLICY, toolName = ""): Provenance {
+  return { origin, toolName, url: "", trust: policy[origin], keyId };
+}
+
 /** The less trusted of two levels: what is made from untrusted text stays untrusted. */
 export function leastTrust(a: Trust, b: Trust): Trust {
   return a === "untrusted" || b === "untrusted" ? "untrusted" : "trusted";

@@ -29,7 +29,7 @@ import type { MemoryDeps } from "./deps.js";
 import { mayWrite } from "./archive.js";
 import { provenanceFilterOf } from "./provenance-filter-input.js";
 import { provenanceView } from "../../memory/provenance-view.js";
-import type { TrustPolicy } from "../../storage/provenance.js";
+import { writeProvenance, type TrustPolicy } from "../../storage/provenance.js";
 
 export { MAX_EXPORT_CHARS, MAX_EXPORT_ENTRIES };
 
@@ -54,6 +54,8 @@ export interface ActivityDeps {
   readonly acl?: AccessControl;
   /** When given, the run's registered agents, whose write scopes AppendActivity checks. */
   readonly agents?: MemoryDeps["agents"];
+  /** The trust each origin gets (SERVICE_TRUST_POLICY); the default policy when not given. */
+  readonly trustPolicy?: TrustPolicy;
 }
 
 type FilterFields = Pick<ListActivityRequest, "runId" | "userId" | "agentId" | "entryTypes" | "createdAfter" | "createdBefore" | "sort" | "origins" | "trust">;
@@ -214,6 +216,11 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
           ts: activity.ts === "" ? new Date(occurredAt).toISOString() : activity.ts,
         }),
         occurrenceTime: Math.floor(occurredAt / 1000),
+        // A record naming a tool carries that tool's output: origin `tool`, trusted only if the policy says so.
+        provenance:
+          activity.toolName === ""
+            ? writeProvenance("agent", caller.keyId, deps.trustPolicy)
+            : writeProvenance("tool", caller.keyId, deps.trustPolicy, bounded("activity.tool_name", activity.toolName)),
         }),
       );
       events?.publish({

@@ -5,6 +5,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
 import { IMPORTANCE_LEVELS, newEntry, type EntryType } from "../../storage/entry-store.js";
+import { writeProvenance } from "../../storage/provenance.js";
 import { invalidArgument, permissionDenied } from "../../platform/errors.js";
 import { countTokens } from "../../retrieval/context/token-counter.js";
 import type { MemoryDeps } from "./deps.js";
@@ -27,6 +28,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
       mayWrite(deps, caller.userId, runId, req.agentId, "archive_block");
       const text = content("content", req.content);
       const family = bounded("family", req.family);
+      const sourceTool = bounded("source_tool", req.sourceTool);
       const entry = newEntry({
         owner: caller.userId,
         runId,
@@ -39,13 +41,15 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
           artifact_kind: bounded("artifact_kind", req.artifactKind) || "text",
           origin_agent_id: bounded("origin_agent_id", req.originAgentId) || req.agentId,
           source_attempt_id: bounded("source_attempt_id", req.sourceAttemptId),
-          source_tool: bounded("source_tool", req.sourceTool),
+          source_tool: sourceTool,
           labels: req.labels.map((l, i) => bounded(`labels[${i}]`, l)),
           family,
         }),
         occurrenceTime: Math.floor(Date.now() / 1000),
         // A newer block of the same family supersedes the older one.
         upsertKey: family === "" ? "" : `archive:${family}`,
+        // A block naming its source tool holds that tool's output: origin `tool`, trusted only if the policy says so.
+        provenance: sourceTool === "" ? writeProvenance("agent", caller.keyId, deps.trustPolicy) : writeProvenance("tool", caller.keyId, deps.trustPolicy, sourceTool),
       });
       const [written] = await deps.writer.write([{ entry }], "archive");
       if (written === undefined) throw new Error("write returned no entry");
@@ -86,6 +90,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
         metadataJson: withKeys(jsonObject("metadata_json", req.metadataJson), { label: bounded("label", req.label) }),
         occurrenceTime: Math.floor(Date.now() / 1000),
         sourceIds: sourceEntryIds(deps, caller.userId, req.sourceEntryIds),
+        provenance: writeProvenance("agent", caller.keyId, deps.trustPolicy),
       });
       const [written] = await deps.writer.write([{ entry }], "checkpoint");
       if (written === undefined) throw new Error("write returned no entry");

@@ -32,6 +32,7 @@ export function memoryService(deps: MemoryDeps, events: EventBus): ServiceImpl<t
       events,
       acl: deps.acl,
       agents: deps.agents,
+      trustPolicy: deps.trustPolicy,
       write: async (entry) => {
         const [written] = await deps.writer.write([{ entry }], "activity");
         if (written === undefined) throw new Error("write returned no entry");

@@ -23,7 +23,7 @@ export function conceptHandlers(concepts: Concepts): Handlers {
       }
       const related = [...new Set(req.relatedConcepts.map((r, i) => bounded(`related_concepts[${i}]`, r.trim())).filter((r) => r !== "" && r !== name))];
       const schemaJson = boundedText("schema_json", jsonObject("schema_json", req.schemaJson));
-      const record = await concepts.define({ owner: caller.userId, runId, name, definition, relatedConcepts: related, schemaJson });
+      const record = await concepts.define({ owner: caller.userId, runId, name, definition, relatedConcepts: related, schemaJson, keyId: caller.keyId });
       return { success: true, concept: conceptMessage(record) };
     },
 

@@ -28,7 +28,7 @@ export function sessionsService(sessions: ControlSessions): ServiceImpl<typeof S
 
     async closeControlSession(req, ctx) {
       const caller = callerOf(ctx);
-      const closed = await sessions.close(caller.userId, required("session_id", req.sessionId), req.reflectOnClose, ctx.signal);
+      const closed = await sessions.close(caller.userId, required("session_id", req.sessionId), req.reflectOnClose, ctx.signal, caller.keyId);
       return {
         success: true,
         session: controlSessionMessage(closed.session),
