@@ -45,7 +45,7 @@ export class TenantImporter {
     this.#transaction = transaction;
   }
 
-  async import(owner: number, texts: readonly string[]): Promise<ImportResult> {
+  async import(owner: number, texts: readonly string[], keyId = ""): Promise<ImportResult> {
     if (texts.length > MAX_IMPORT_LINES) {
       throw new ConnectError(`lines: at most ${MAX_IMPORT_LINES} lines per call, got ${texts.length}; send them in several calls`, Code.InvalidArgument);
     }
@@ -57,7 +57,7 @@ export class TenantImporter {
       const imported: Record<string, number> = {};
       const unchanged: Record<string, number> = {};
       const done: Created[] = [];
-      const ctx = this.#context(owner, importNode);
+      const ctx = this.#context(owner, keyId, importNode);
       for (const line of lines) {
         const name = line.kind.kind;
         if (this.#ids.get(owner, name, line.sourceId) !== undefined) {
@@ -116,10 +116,11 @@ export class TenantImporter {
     }
   }
 
-  #context(owner: number, importNode: ImportNode): ImportContext {
+  #context(owner: number, keyId: string, importNode: ImportNode): ImportContext {
     const ids = this.#ids;
     return {
       owner,
+      keyId,
       importNode,
       ref: (kind, sourceId) => ids.get(owner, kind, sourceId),
       requireRef: (kind, sourceId, field) => {

@@ -18,6 +18,8 @@ export type ImportNode = (node: Omit<NodeRecord, "v" | "id">, vector: Float32Arr
 /** What a record kind's importer may use while it writes, inside the import's one transaction. */
 export interface ImportContext {
   readonly owner: number;
+  /** API key that imports: what the imported records record as their writer (entries' provenance `keyId`). */
+  readonly keyId: string;
   readonly importNode: ImportNode;
   /** The id a line of `kind` with this source id created in the owner's memory (this or an earlier import). */
   ref(kind: string, sourceId: string): string | undefined;

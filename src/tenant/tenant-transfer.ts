@@ -1,5 +1,6 @@
 // The tenant export and import assembled: every record kind of an owner's memory in export order (each after the
 // kinds it refers to), the exporter that pages through them and the importer that writes them back.
+import type { TrustPolicy } from "../storage/provenance.js";
 import type { AccessControl } from "../acl/access-control.js";
 import type { ControlSessionStore } from "../control-sessions/control-session-store.js";
 import type { CoreData } from "../core/core-data.js";
@@ -33,6 +34,8 @@ export interface TenantTransferDeps {
   readonly controlSessions: ControlSessionStore;
   readonly core: CoreData;
   readonly acl: AccessControl;
+  /** The trust an entry exported before provenance existed gets as an import (SERVICE_TRUST_POLICY); default policy when not given. */
+  readonly trustPolicy?: TrustPolicy;
 }
 
 export interface TenantTransfer {

@@ -13,7 +13,7 @@ export function tenantService({ exporter, importer }: TenantTransfer): ServiceIm
     },
 
     async importTenant(req, ctx) {
-      return importer.import(callerOf(ctx).userId, req.lines);
+      return importer.import(callerOf(ctx).userId, req.lines, callerOf(ctx).keyId);
     },
   };
 }

@@ -10,6 +10,7 @@ import { vectorFromBase64, vectorToBase64 } from "../line-format.js";
 import { LineFault } from "../import-faults.js";
 import { MAX_SPACE_DIMENSIONS, SPACE_NAME, VectorSpaceConflict, scaleToUnitLength, type SpaceVector } from "../../storage/vector-space-store.js";
 import { checkId, checkJsonObject } from "../record-checks.js";
+import { DEFAULT_TRUST_POLICY, type TrustPolicy } from "../../storage/provenance.js";
 import { created, ownerPage, withoutOwner, type ImportContext, type Scanned, type TenantKind } from "../tenant-kind.js";
 
 export interface EntryKindDeps {
@@ -17,6 +18,8 @@ export interface EntryKindDeps {
   readonly entries: EntryStore;
   readonly index: MemoryIndex;
   readonly writer: EntryWriter;
+  /** The trust policy that gives lines exported before provenance existed the trust of origin `import`. */
+  readonly trustPolicy?: TrustPolicy;
 }
 
 interface EntryLine {
@@ -34,7 +37,7 @@ interface StoredEntry {
   readonly prepared: PreparedEntry;
 }
 
-export function entryKind({ storage, entries, index, writer }: EntryKindDeps): TenantKind<EntryLine, StoredEntry> {
+export function entryKind({ storage, entries, index, writer, trustPolicy = DEFAULT_TRUST_POLICY }: EntryKindDeps): TenantKind<EntryLine, StoredEntry> {
   const embedder = index.embedder;
   return {
     kind: "entry",
@@ -63,7 +66,11 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
 
     parse(owner, raw): EntryLine {
       const decoded = decodeEntry({ ...raw, owner }, 0);
-      const record: EntryRecord = { ...decoded, learning: { ...decoded.learning, confirmedRuns: decoded.learning.confirmedRuns.slice(0, MAX_CONFIRMED_RUNS) } };
+      const learning = { ...decoded.learning, confirmedRuns: decoded.learning.confirmedRuns.slice(0, MAX_CONFIRMED_RUNS) };
+      // A line exported before provenance existed says nothing of where its text came from: it is an import, as
+      // trusted as the policy makes imports. A later line keeps its origin and trust, so a round trip never raises trust.
+      const provenance = raw["provenance"] === undefined ? { origin: "import" as const, toolName: "", url: "", trust: trustPolicy.import, keyId: "" } : decoded.provenance;
+      const record: EntryRecord = { ...decoded, learning, provenance };
       checkId("runId", record.runId, false);
       checkJsonObject("metadataJson", record.metadataJson);
       const vector = raw["vector"] === undefined ? undefined : vectorFromBase64("record.vector", raw["vector"]);
@@ -81,7 +88,8 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
       const prepared = item.prepared as PreparedEntry;
       // Lineage names entries by id: those imported before are rewritten, those the export did not hold dropped.
       const sourceIds = record.sourceIds.flatMap((id) => mapped(ctx, id));
-      const entry: NewEntry = { ...prepared.entry, sourceIds };
+      // The importing key is the one that wrote the entry into this memory.
+      const entry: NewEntry = { ...prepared.entry, sourceIds, provenance: { ...record.provenance, keyId: ctx.keyId } };
       // The normal write keeps the creation time it is given; supersession follows from the upsert keys as entries
       // arrive in write order.
       let written: WrittenEntry | undefined;
