@@ -311,6 +311,8 @@ describe("export and import", () => {
       const [fromA, fromB] = [await ok(ca, R.activity, list, keyA), await ok(cb, R.activity, list, keyB)];
       ids.pairAll(fromA["entries"], fromB["entries"], "id", "reference_id");
     }
+    // The importing key is what wrote the entries into B's memory (provenance `key_id`).
+    ids.pair(keyA.split("_")[2], keyB.split("_")[2]);
     const alpha = { run_id: "alpha" };
     const [handoffsA, handoffsB] = [(await ok(ca, R.handoffs, alpha, keyA))["handoffs"] as JsonObject[], (await ok(cb, R.handoffs, alpha, keyB))["handoffs"] as JsonObject[]];
     ids.pairAll(handoffsA, handoffsB, "handoff_id");

@@ -88,8 +88,9 @@ export function entryKind({ storage, entries, index, writer, trustPolicy = DEFAU
       const prepared = item.prepared as PreparedEntry;
       // Lineage names entries by id: those imported before are rewritten, those the export did not hold dropped.
       const sourceIds = record.sourceIds.flatMap((id) => mapped(ctx, id));
-      // The importing key is the one that wrote the entry into this memory.
-      const entry: NewEntry = { ...prepared.entry, sourceIds, provenance: { ...record.provenance, keyId: ctx.keyId } };
+      // The importing key wrote the entry into this memory; an entry the server derived (no writing key) stays so.
+      const keyId = record.provenance.keyId === "" && record.provenance.origin !== "import" ? "" : ctx.keyId;
+      const entry: NewEntry = { ...prepared.entry, sourceIds, provenance: { ...record.provenance, keyId } };
       // The normal write keeps the creation time it is given; supersession follows from the upsert keys as entries
       // arrive in write order.
       let written: WrittenEntry | undefined;
