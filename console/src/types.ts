@@ -17,6 +17,17 @@ export interface ListRunsResponse {
   total_visible: number;
 }
 
+/** Where an entry's text came from, who wrote it and how far it is trusted. */
+export interface Provenance {
+  origin: string;
+  tool_name: string;
+  url: string;
+  trust: string;
+  key_id: string;
+  agent_id: string;
+  flags: string[];
+}
+
 export interface ActivityEntry {
   id: string;
   run_id: string;
@@ -29,6 +40,7 @@ export interface ActivityEntry {
   lane: string;
   is_stale: boolean;
   derived: boolean;
+  provenance?: Provenance | null;
 }
 
 export interface ListActivityResponse {
@@ -94,6 +106,7 @@ export interface Evidence {
   agent_id: string;
   created_at: string;
   explain_info?: ExplainInfo | null;
+  provenance?: Provenance | null;
 }
 
 export interface QueryResponse {
@@ -158,6 +171,7 @@ export interface LessonEntry {
   updated_at: string;
   audit_trail: LessonAuditEvent[];
   promotion_refused: boolean;
+  provenance?: Provenance | null;
 }
 
 export interface ListLessonsResponse {

@@ -4,6 +4,7 @@ import { useState } from "preact/hooks";
 import { postV2 } from "../api";
 import { messageOf } from "../components/async";
 import { Badge, TypeBadge } from "../components/badge";
+import { ProvenanceChips } from "../components/provenance";
 import { BarRows, type Tone } from "../components/bar";
 import { Gauge } from "../components/gauge";
 import { RunPicker } from "../components/run-picker";
@@ -135,7 +136,8 @@ function SourceList({ title, sources, kind }: { title: string; sources: Evidence
         <ul class="source-list">
           {sources.map((source) => (
             <li key={source.id} class={`source ${kind}`}>
-              <TypeBadge type={source.origin_entry_type} /> <span class="score">{fixed(source.score)}</span>
+              <TypeBadge type={source.origin_entry_type} /> <span class="score">{fixed(source.score)}</span>{" "}
+              <ProvenanceChips provenance={source.provenance} />
               <p>{source.content}</p>
             </li>
           ))}

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { postV2 } from "../api";
 import { Async, messageOf, useAsync } from "../components/async";
 import { Badge } from "../components/badge";
+import { ProvenanceChips } from "../components/provenance";
 import { Bar } from "../components/bar";
 import { Time } from "../components/time";
 import { percent } from "../format";
@@ -94,6 +95,7 @@ function LessonCard({ initial }: { initial: LessonEntry }) {
         <Badge text={lesson.validation_status} />
         {lesson.stale && <Badge text="stale" tone="warn" />}
         {lesson.promotion_refused && <Badge text="promotion refused" tone="muted" />}
+        <ProvenanceChips provenance={lesson.provenance} />
         <span class="muted small">
           from <a href={href("runs", lesson.source_run_id)} class="mono">{lesson.source_run_id}</a>, updated <Time iso={lesson.updated_at} />
         </span>

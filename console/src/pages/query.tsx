@@ -5,6 +5,7 @@ import { postV2 } from "../api";
 import { messageOf } from "../components/async";
 import { Badge, TypeBadge } from "../components/badge";
 import { Bar, BarRows, type BarRow } from "../components/bar";
+import { ProvenanceChips } from "../components/provenance";
 import { RunPicker } from "../components/run-picker";
 import { fixed, percent } from "../format";
 import type { Evidence, QueryResponse } from "../types";
@@ -120,6 +121,7 @@ function QueryResult({ result }: { result: QueryResponse }) {
                     <Badge text={evidence.retrieval_mode} tone="muted" />
                     {evidence.is_stale && <Badge text="stale" tone="warn" />}
                     {evidence.agent_id && <span class="agent-chip">{evidence.agent_id}</span>}
+                    <ProvenanceChips provenance={evidence.provenance} showAgent={false} />
                     <span class="score">score {fixed(evidence.score)}</span>
                   </div>
                   <p class="evidence-content">{citation ? highlight(evidence.content, result.final_answer) : evidence.content}</p>

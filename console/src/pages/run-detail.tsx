@@ -3,6 +3,7 @@ import { useEffect, useState } from "preact/hooks";
 import { postV2 } from "../api";
 import { Async, messageOf, useAsync } from "../components/async";
 import { Badge, TypeBadge } from "../components/badge";
+import { ProvenanceChips } from "../components/provenance";
 import { BarRows, type Tone } from "../components/bar";
 import { Table } from "../components/table";
 import { Time } from "../components/time";
@@ -190,6 +191,7 @@ function Timeline({ runId }: { runId: string }) {
                 {entry.lane && <Badge text={`lane ${entry.lane}`} tone="muted" />}
                 {entry.is_stale && <Badge text="superseded" tone="muted" />}
                 {entry.derived && <Badge text="derived" tone="muted" />}
+                <ProvenanceChips provenance={entry.provenance} showAgent={false} />
               </div>
               <p class="timeline-content">{entry.content}</p>
             </li>
