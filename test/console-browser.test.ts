@@ -252,7 +252,11 @@ describe("web console in a real browser", () => {
     await visible(page.getByRole("heading", { name: RUN }));
     const timeline = page.locator(".timeline-item");
     for (const fact of FACTS) await visible(timeline.filter({ hasText: fact.text }));
-    await visible(timeline.filter({ hasText: "Ran the canary script against staging" }));
+    const toolCall = timeline.filter({ hasText: "Ran the canary script against staging" });
+    await visible(toolCall);
+    // The tool call's provenance: a tool's output, named, untrusted by the default policy.
+    expect(await toolCall.locator(".provenance .badge").allTextContents()).toEqual(["from tool", "untrusted"]);
+    await visible(toolCall.locator(".provenance-where").filter({ hasText: "bash" }));
     await expect.poll(() => timeline.count()).toBeGreaterThanOrEqual(FACTS.length + 1);
 
     const agents = page.getByRole("table", { name: "Agents of the run" });
@@ -279,6 +283,7 @@ describe("web console in a real browser", () => {
     const cited = page.locator(".evidence.cited");
     await visible(cited);
     await expect.poll(() => cited.first().textContent()).toContain("Tuesdays");
+    await visible(cited.first().locator(".provenance").getByText("trusted", { exact: true }));
     // Each ranked item shows its fusion signals as bars; the cited item's lexical or semantic bar has a width.
     const signalNames = await cited.first().locator(".bar-name").allTextContents();
     expect(signalNames).toEqual(expect.arrayContaining(["score", "semantic", "lexical", "recency"]));
