@@ -1815,7 +1815,10 @@ export type ArchiveBlockRequest = Message<"engram.v2.ArchiveBlockRequest"> & {
   sourceAttemptId: string;
 
   /**
-   * Optional tool that produced the artifact.
+   * Optional tool that produced the artifact. Engram design: when set, the
+   * block's provenance is origin `tool` with this `tool_name` (trust from
+   * the server's policy, `untrusted` by default); otherwise origin `agent`.
+   * Either way `key_id` is the calling key.
    *
    * @generated from field: string source_tool = 9;
    */
@@ -2110,7 +2113,8 @@ export const GetMemoryHealthResponseSchema: GenMessage<GetMemoryHealthResponse> 
   messageDesc(file_engram_v2_memory_service, 27);
 
 /**
- * Request of Checkpoint.
+ * Request of Checkpoint. Engram design: the checkpoint's provenance is
+ * origin `agent` with the calling key as `key_id`.
  *
  * @generated from message engram.v2.CheckpointRequest
  */
@@ -3337,7 +3341,10 @@ export type ActivityRecord = Message<"engram.v2.ActivityRecord"> & {
   payload: string;
 
   /**
-   * Optional name of the tool involved.
+   * Optional name of the tool involved. Engram design: when set, the stored
+   * trace's provenance is origin `tool` with this `tool_name` (trust from
+   * the server's policy, `untrusted` by default), since the payload is what
+   * the tool produced; otherwise origin `agent`. `key_id` is the calling key.
    *
    * @generated from field: string tool_name = 3;
    */

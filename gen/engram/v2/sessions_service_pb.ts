@@ -401,8 +401,11 @@ export const SessionsService: GenService<{
    * entry (label `session_close`, importance `high`) holding the session's
    * summary and the run's most recent entries (at most 50, at most 2,000
    * tokens, oldest first; older checkpoints left out), with those entries as
-   * its lineage; with `reflect_on_close` it first reflects on the run (as
-   * Reflect with only `run_id`, evidence read before the checkpoint exists).
+   * its lineage (Engram design: provenance origin `system`, the closing key
+   * as `key_id`, and `untrusted` when any entry it quotes is, else the
+   * policy's trust for `system`); with `reflect_on_close` it first reflects
+   * on the run (as Reflect with only `run_id`, evidence read before the
+   * checkpoint exists).
    * The checkpoint, the reflection's lessons and the phase `closed` commit
    * in one transaction: if any part fails, nothing is stored and the
    * session is `active` again. The call answers once the close is durable.

@@ -250,7 +250,13 @@ export const TenantService: GenService<{
    * for lessons and rules), core nodes as `node.inserted` to core
    * subscribers; other records are not announced. Importing an export into
    * the memory it came from copies it (the copies get new ids). Engram
-   * design: at most 500 lines per call. Errors:
+   * design: an entry keeps the provenance it was exported with (origin,
+   * tool name, URL, trust and flags: an export and import never raises an
+   * entry's trust), and its `key_id` becomes the importing key's (empty
+   * stays empty for entries the server derived). Entry lines exported
+   * before provenance existed (no `provenance`) import with origin `import`
+   * and the trust the server's policy gives `import` (SERVICE_TRUST_POLICY;
+   * `trusted` by default). At most 500 lines per call. Errors:
    * INVALID_ARGUMENT naming the line, `lines[i]` or `lines[i].record.<field>`
    * (not a JSON object, unknown kind or format version, a missing or
    * mistyped field, a reference to a record of a kind this import has not
