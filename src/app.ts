@@ -140,7 +140,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   let onReplayed: (writes: readonly ReplayedWrite[]) => void = () => undefined;
   const cluster = config.cluster === undefined ? undefined : await ClusterNode.join(config.cluster, storage, logger, (writes) => onReplayed(writes));
   const users = new UserStore(storage);
-  const entries = new EntryStore(storage);
+  const entries = new EntryStore(storage, config.trustPolicy);
   const controlSessionStore = new ControlSessionStore(storage, entries);
   const authenticator = new Authenticator(users, config.instanceTag, config.adminKey);
   await authenticator.bootstrap(config.dataDir, logger);

@@ -3,10 +3,13 @@
 // exports and lesson listings; the `origins` and `trust` filters narrow query, recall, context and activity inside
 // the search (counts and overlays included) on every transport; the trust policy and stated trust decide the level;
 // a tenant export and import keeps provenance; one owner's entries never show through another's filters.
+import path from "node:path";
+import { open } from "lmdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DATABASE_NAMES } from "../src/storage/database.js";
 import { TRANSPORTS, callerFor, restCaller, type Caller, type Json, type JsonObject } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, idsOf, ingestAndWait, ok } from "./harness/memory.js";
-import { startTestServer, type TestServer } from "./harness/server.js";
+import { clusteredRun, startTestServer, tempDataDir, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 
 const R = {
@@ -302,5 +305,39 @@ describe("the trust policy", () => {
     expect(entries).toHaveLength(1);
     expect(provenanceOf(entries[0])).toMatchObject({ origin: "import", trust: "untrusted", key_id: keyIdOf(target) });
     expect(await activity(rest, target, { origins: ["import"] })).toMatchObject({ total: 1 });
+  });
+});
+
+describe("entries written before provenance existed", () => {
+  // Clustered servers rebuild their store from the shard log, which holds the record as it was written.
+  it.skipIf(clusteredRun())("read with origin from their source, the trust the server's policy gives it and no key", async () => {
+    const dataDir = tempDataDir();
+    const policy = { SERVICE_TRUST_POLICY: "agent=untrusted" };
+    let server = await startTestServer(policy, dataDir);
+    const key = await createUser(server.baseUrl, server.adminKey, "legacy-user");
+    let rest = restCaller(server.baseUrl);
+    const id = String((await ok(rest, R.remember, { session_id: RUN, content: "written by an older build" }, key))["entry_id"]);
+    await server.close();
+    // Rewrite the stored record as a version-3 build wrote it: no provenance, flags, expiry or absorbed ids.
+    const root = open({ path: path.join(dataDir, "lmdb"), noSubdir: false, maxDbs: 64, compression: false });
+    const entries = root.openDB<Record<string, unknown>, number>({ name: DATABASE_NAMES.entries });
+    await root.transaction(() => {
+      for (const { key: seq, value } of entries.getRange()) {
+        const { provenance: _p, flags: _f, expiresAt: _e, absorbedIds: _a, ...old } = value;
+        void entries.put(seq, { ...old, v: 3 });
+      }
+    });
+    await root.close();
+    server = await startTestServer(policy, dataDir);
+    rest = restCaller(server.baseUrl);
+    try {
+      const listed = await activity(rest, key);
+      expect(provenanceOf(byId(listed.entries, id))).toMatchObject({ origin: "agent", trust: "untrusted", key_id: "", tool_name: "", url: "", flags: [] });
+      expect(await activity(rest, key, { trust: "untrusted", origins: ["agent"] })).toMatchObject({ ids: [id], total: 1 });
+      expect(await queryIds(rest, key, { trust: "trusted" })).toEqual([]);
+      expect(await queryIds(rest, key, { trust: "untrusted" })).toEqual([id]);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -5,7 +5,6 @@ import type { Logger } from "../platform/logger.js";
 import type { Readiness } from "../platform/readiness.js";
 import type { ReplayedWrite, Storage } from "../storage/database.js";
 import { decodeTerms, vectorFromBytes, type EntryStore, type NewEntry, type PreparedEntry, type Reindex, type UpdatedEntry, type WrittenEntry } from "../storage/entry-store.js";
-import { decodeEntry } from "../storage/entry-record.js";
 import type { Embedder } from "../retrieval/embedder.js";
 import { Catalog } from "../retrieval/catalog.js";
 import { SparseIndex } from "../retrieval/sparse-index.js";
@@ -120,8 +119,8 @@ export class MemoryIndex {
       // Written before its terms and vector, removed after them: the catalog answers for the entry's owner.
       if (db === "entries") {
         if (after === undefined) this.catalog.remove(seq);
-        else if (before === undefined) this.catalog.add(decodeEntry(after, seq));
-        else this.catalog.replace(decodeEntry(after, seq));
+        else if (before === undefined) this.catalog.add(this.#entries.decode(after, seq));
+        else this.catalog.replace(this.#entries.decode(after, seq));
       } else if (db === "entryTerms") {
         if (before !== undefined) this.sparse.remove(seq, decodeTerms(seq, before));
         if (after !== undefined) this.sparse.add(seq, decodeTerms(seq, after));

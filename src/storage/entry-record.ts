@@ -1,7 +1,7 @@
 // The memory entry record: its vocabularies (defined once, everything else derives from them), its shape, and the
 // decoder every read from LMDB goes through (schema version checked, older versions upgraded, nothing cast).
 import { openRecord, type RecordReader } from "./record-codec.js";
-import { ORIGINS, TRUST_LEVELS, legacyProvenance, type Provenance } from "./provenance.js";
+import { DEFAULT_TRUST_POLICY, ORIGINS, TRUST_LEVELS, legacyProvenance, type Provenance, type TrustPolicy } from "./provenance.js";
 
 export const ENTRY_TYPES = ["fact", "lesson", "rule", "trace", "working_memory", "archive_block", "checkpoint"] as const;
 export type EntryType = (typeof ENTRY_TYPES)[number];
@@ -191,7 +191,11 @@ export function isStaleRecord(record: EntryRecord): boolean {
  * (before update, delete and lineage) are upgraded with the defaults those fields had; any other version, or a
  * missing or mistyped field, throws: start-up stops with the message rather than serving a corrupt record.
  */
-export function decodeEntry(value: unknown, seq: number): EntryRecord {
+/**
+ * An entry record of any readable version, upgraded to the current one. `policy` gives a record written before
+ * provenance existed the trust of the origin its `source` implies (the server's SERVICE_TRUST_POLICY).
+ */
+export function decodeEntry(value: unknown, seq: number, policy: TrustPolicy = DEFAULT_TRUST_POLICY): EntryRecord {
   const r = openRecord("entries", seq, value, [1, 2, 3, ENTRY_RECORD_VERSION]);
   const upgraded = r.version === 1;
   const entryType = r.oneOf("entryType", ENTRY_TYPES);
@@ -238,7 +242,7 @@ export function decodeEntry(value: unknown, seq: number): EntryRecord {
         })),
     learning: r.version < 3 ? initialLearning(r.number("confidence"), r.string("runId")) : decodeLearning(r.object("learning")),
     termCount: r.integer("termCount"),
-    provenance: r.version < 4 ? legacyProvenance(r.string("source")) : decodeProvenance(r.object("provenance")),
+    provenance: r.version < 4 ? legacyProvenance(r.string("source"), policy) : decodeProvenance(r.object("provenance")),
     flags: r.version < 4 ? [] : r.strings("flags"),
     expiresAt: r.version < 4 ? 0 : r.number("expiresAt"),
     absorbedIds: r.version < 4 ? [] : r.strings("absorbedIds"),

@@ -8,6 +8,7 @@ import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
 import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
+import { DEFAULT_TRUST_POLICY, type TrustPolicy } from "./provenance.js";
 
 export * from "./entry-record.js";
 export { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
@@ -103,8 +104,12 @@ export class EntryStore {
    */
   readonly #tombstones = new Map<string, number>();
 
-  constructor(storage: Storage) {
+  /** Gives records written before provenance existed the trust of their origin (see decodeEntry). */
+  readonly #trustPolicy: TrustPolicy;
+
+  constructor(storage: Storage, trustPolicy: TrustPolicy = DEFAULT_TRUST_POLICY) {
     this.#storage = storage;
+    this.#trustPolicy = trustPolicy;
     this.spaces = new VectorSpaceStore(storage);
     for (const { key, value } of storage.dbs.runTombstones.getRange()) {
       const [owner, runId] = key as [number, string];
@@ -378,7 +383,12 @@ export class EntryStore {
 
   #read(seq: number): EntryRecord | undefined {
     const value = this.#storage.dbs.entries.get(seq);
-    return value === undefined ? undefined : decodeEntry(value, seq);
+    return value === undefined ? undefined : this.decode(value, seq);
+  }
+
+  /** A stored entry value as a current record (a replayed write's, too), with this server's trust policy. */
+  decode(value: unknown, seq: number): EntryRecord {
+    return decodeEntry(value, seq, this.#trustPolicy);
   }
 
   vector(seq: number): Float32Array | undefined {
@@ -389,7 +399,7 @@ export class EntryStore {
   /** Every live entry in write order: start-up loads the in-memory catalog from this. */
   *all(): Generator<EntryRecord> {
     for (const { key, value } of this.#storage.dbs.entries.getRange()) {
-      const record = decodeEntry(value, key);
+      const record = this.decode(value, key);
       if (!this.#isTombstoned(record)) yield record;
     }
   }
@@ -449,7 +459,7 @@ export class EntryStore {
   /** Up to `limit` stored entries with a seq above `afterSeq`, in write order, read at once (see termsPage). */
   entriesPage(afterSeq: number, limit: number): EntryRecord[] {
     const page: EntryRecord[] = [];
-    for (const { key, value } of this.#storage.dbs.entries.getRange({ start: afterSeq, exclusiveStart: true, limit })) page.push(decodeEntry(value, key));
+    for (const { key, value } of this.#storage.dbs.entries.getRange({ start: afterSeq, exclusiveStart: true, limit })) page.push(this.decode(value, key));
     return page;
   }
 
