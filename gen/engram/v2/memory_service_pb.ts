@@ -3345,6 +3345,8 @@ export type ActivityRecord = Message<"engram.v2.ActivityRecord"> & {
    * trace's provenance is origin `tool` with this `tool_name` (trust from
    * the server's policy, `untrusted` by default), since the payload is what
    * the tool produced; otherwise origin `agent`. `key_id` is the calling key.
+   * At most 256 bytes of UTF-8, else INVALID_ARGUMENT naming
+   * `activity.tool_name`.
    *
    * @generated from field: string tool_name = 3;
    */
