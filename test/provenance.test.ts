@@ -224,6 +224,8 @@ describe("provenance on the memory routes", () => {
       expectInvalid(await rest.call(rpc, { ...request, origins: ["tool", "robot"] }, alice), "origins");
       expectInvalid(await rest.call(rpc, { ...request, trust: "somewhat" }, alice), "trust");
     }
+    const longTool = { run_id: RUN, activity: { type: "tool_call", tool_name: "t".repeat(257), payload: "x" } };
+    expectInvalid(await rest.call(R.appendActivity, longTool, alice), "activity.tool_name");
   });
 
   it("records the writing key on concepts and on a session's final checkpoint, which stays as untrusted as what it quotes", async () => {
