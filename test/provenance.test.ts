@@ -256,6 +256,12 @@ describe("provenance on the memory routes", () => {
     expect(provenanceOf(byContent("Status page says"))).toMatchObject({ origin: "tool", tool_name: "web_fetch", trust: "untrusted", key_id, agent_id: "fetcher" });
     expect(provenanceOf(byContent("Runbook:"))).toMatchObject({ origin: "web", url: "https://runbook.example/deploy", trust: "trusted", key_id });
     expect(provenanceOf(byContent("Before a deploy"))).toMatchObject({ origin: "web", trust: "untrusted", key_id });
+    // A line's provenance is checked as a write's would be.
+    const entryLine = lines.map((l) => JSON.parse(l) as JsonObject).find((l) => l["kind"] === "entry") as { record: JsonObject };
+    const bad = { ...entryLine, id: "ent_bad", record: { ...entryLine.record, provenance: { ...(entryLine.record["provenance"] as JsonObject), origin: "robot" } } };
+    expectInvalid(await rest.call(R.importTenant, { lines: [JSON.stringify(bad)] }, carol), "lines[0].record.provenance.origin");
+    const long = { ...entryLine, id: "ent_long", record: { ...entryLine.record, provenance: { ...(entryLine.record["provenance"] as JsonObject), toolName: "t".repeat(257) } } };
+    expectInvalid(await rest.call(R.importTenant, { lines: [JSON.stringify(long)] }, carol), "lines[0].record.provenance.toolName");
     // The imported entries filter as the originals did.
     expect(await activity(rest, carol, { trust: "untrusted" })).toMatchObject({ total: 4 });
     expect(await activity(rest, alice, { trust: "untrusted" })).toMatchObject({ total: 4 });

@@ -10,7 +10,7 @@ import { vectorFromBase64, vectorToBase64 } from "../line-format.js";
 import { LineFault } from "../import-faults.js";
 import { MAX_SPACE_DIMENSIONS, SPACE_NAME, VectorSpaceConflict, scaleToUnitLength, type SpaceVector } from "../../storage/vector-space-store.js";
 import { checkId, checkJsonObject } from "../record-checks.js";
-import { DEFAULT_TRUST_POLICY, type TrustPolicy } from "../../storage/provenance.js";
+import { DEFAULT_TRUST_POLICY, MAX_TOOL_NAME_CHARS, MAX_URL_CHARS, type TrustPolicy } from "../../storage/provenance.js";
 import { created, ownerPage, withoutOwner, type ImportContext, type Scanned, type TenantKind } from "../tenant-kind.js";
 
 export interface EntryKindDeps {
@@ -70,6 +70,8 @@ export function entryKind({ storage, entries, index, writer, trustPolicy = DEFAU
       // A line exported before provenance existed says nothing of where its text came from: it is an import, as
       // trusted as the policy makes imports. A later line keeps its origin and trust, so a round trip never raises trust.
       const provenance = raw["provenance"] === undefined ? { origin: "import" as const, toolName: "", url: "", trust: trustPolicy.import, keyId: "" } : decoded.provenance;
+      if (provenance.toolName.length > MAX_TOOL_NAME_CHARS) throw new LineFault("record.provenance.toolName", `must be at most ${MAX_TOOL_NAME_CHARS} characters`);
+      if (provenance.url.length > MAX_URL_CHARS) throw new LineFault("record.provenance.url", `must be at most ${MAX_URL_CHARS} characters`);
       const record: EntryRecord = { ...decoded, learning, provenance };
       checkId("runId", record.runId, false);
       checkJsonObject("metadataJson", record.metadataJson);
