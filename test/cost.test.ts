@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from "./harness/server.js";
 import { completion, embeddingsReply, startFakeLlm, type FakeCounters, type FakeLlm } from "./harness/fake-llm.js";
 import { TRANSPORTS, callerFor, connectCaller, grpcCaller, restCaller, type CallResult, type Caller, type JsonObject } from "./harness/callers.js";
 import { createUser } from "./harness/users.js";
+import { freePort } from "./harness/child-server.js";
 import { parseApiKey } from "../src/auth/api-key.js";
 import { countTokens } from "../src/retrieval/context/token-counter.js";
 
@@ -98,6 +99,7 @@ beforeAll(async () => {
     SERVICE_EMBEDDINGS_URL: fake.url,
     SERVICE_EMBEDDINGS_MODEL: "toy-8",
     SERVICE_EMBEDDINGS_RETRY_BASE_MS: "1",
+    SERVICE_CONSOLE_PORT: String(await freePort()),
   });
   alice = await createUser(server.baseUrl, server.adminKey, "alice-cost");
   bob = await createUser(server.baseUrl, server.adminKey, "bob-cost");
@@ -221,6 +223,32 @@ it("a retried embeddings call counts each attempt", async () => {
   } finally {
     fake.replyEmbeddings = embeddingsReply;
   }
+});
+
+/** The console's health answer for a signed-in key. */
+async function consoleHealth(username: string, key: string): Promise<{ provider_costs: Record<string, string | number>[] }> {
+  const consoleUrl = `http://127.0.0.1:${server.engram.consolePort}`;
+  const signIn = await fetch(`${consoleUrl}/console/api/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username, api_key: key }) });
+  expect(signIn.status).toBe(200);
+  const cookie = (signIn.headers.getSetCookie()[0] ?? "").split(";", 1)[0] ?? "";
+  const health = await fetch(`${consoleUrl}/console/api/health`, { headers: { cookie } });
+  expect(health.status).toBe(200);
+  return (await health.json()) as { provider_costs: Record<string, string | number>[] };
+}
+
+it("the console's health page lists each key's totals: all keys for an admin, a user's own key alone", async () => {
+  const aliceId = (parseApiKey(alice) as { keyId: string }).keyId;
+  const bobId = (parseApiKey(bob) as { keyId: string }).keyId;
+  const totals = await keyTotals(alice);
+  const own = await consoleHealth("alice-cost", alice);
+  expect(new Set(own.provider_costs.map((row) => row["key_id"]))).toEqual(new Set([aliceId]));
+  const llm = own.provider_costs.find((row) => row["provider"] === "llm");
+  expect(llm).toMatchObject({ calls: totals["llm/calls"], input_tokens: totals["llm/tokens/input"], output_tokens: totals["llm/tokens/output"] });
+  const embeddings = own.provider_costs.find((row) => row["provider"] === "embeddings");
+  expect(embeddings).toMatchObject({ calls: totals["embeddings/calls"], input_tokens: totals["embeddings/tokens/input"], output_tokens: 0 });
+  const admin = await consoleHealth("admin", server.adminKey);
+  const keyIds = new Set(admin.provider_costs.map((row) => row["key_id"]));
+  expect(keyIds.has(aliceId) && keyIds.has(bobId)).toBe(true);
 });
 
 describe("the embedded default (no provider configured)", () => {
