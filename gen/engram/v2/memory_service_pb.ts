@@ -3388,6 +3388,11 @@ export const MemorySectionHealthSchema: GenMessage<MemorySectionHealth> = /*@__P
  * Facts are session-local; a lesson stored with `lesson_scope` = `global` is
  * recalled from every session of the same user.
  *
+ * Engram design: cost. Every answer of an authenticated unary RPC (of every
+ * service) carries the `engram-cost` header (gRPC: header metadata) saying
+ * what it spent on the configured LLM and embeddings endpoint; see Cost in
+ * engram/v2/cost.proto.
+ *
  * @generated from service engram.v2.MemoryService
  */
 export const MemoryService: GenService<{
