@@ -276,3 +276,17 @@ describe("the embedded default (no provider configured)", () => {
     }
   });
 });
+
+it.each(TRANSPORTS)("a request that fails after calling a provider still says what it spent, over %s", async (transport) => {
+  fake.replyEmbeddings = () => ({ status: 400, body: { error: { message: "input rejected" } } });
+  try {
+    const before = fake.snapshot();
+    const result = await callers.get(transport)!.call(REMEMBER, { session_id: "billing", content: "This text is refused by the endpoint." }, alice);
+    const served = delta(before, fake.snapshot());
+    expect(result.code).not.toBe("ok");
+    expect(served.embeddings.calls).toBe(1);
+    expectHeaderMatches(costHeader(result), served);
+  } finally {
+    fake.replyEmbeddings = embeddingsReply;
+  }
+});

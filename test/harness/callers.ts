@@ -20,7 +20,7 @@ export interface CallResult {
   readonly body: JsonObject;
   /** HTTP status for REST and Connect; undefined for gRPC. */
   readonly status: number | undefined;
-  /** Response header fields (gRPC: header metadata), lower-case names. */
+  /** Response header fields (gRPC: header metadata, and trailers on an error), lower-case names. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -141,6 +141,8 @@ export function grpcCaller(port: number): Caller {
         const headers: Record<string, string> = {};
         const unary = fn.call(client, request, metadata, (error, response) => {
           if (error) {
+            // An error answer is trailers-only: its metadata arrives with the status.
+            for (const [name, value] of Object.entries(error.metadata?.getMap() ?? {})) headers[name] ??= String(value);
             resolve({ code: GRPC_CODE_NAMES[error.code] ?? "unknown", message: error.details, body: {}, status: undefined, headers });
           } else {
             resolve({ code: "ok", message: "", body: response, status: undefined, headers });

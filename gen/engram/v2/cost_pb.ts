@@ -17,7 +17,8 @@ export const file_engram_v2_cost: GenFile = /*@__PURE__*/
  * configured with — an OpenAI-compatible LLM (SERVICE_LLM_*) and embeddings
  * endpoint (SERVICE_EMBEDDINGS_*). Every answer of an authenticated unary RPC
  * carries the same figures in the `engram-cost` response header (gRPC: header
- * metadata), an RFC 8941 dictionary of integers:
+ * metadata; an error answer carries it too, over gRPC in its trailers), an
+ * RFC 8941 dictionary of integers:
  * `llm_calls=1, llm_input_tokens=120, llm_output_tokens=15, llm_ms=45,
  * embeddings_calls=2, embeddings_input_tokens=18, embeddings_ms=12`.
  * The responses of the RPCs that may call a provider also carry it as a

@@ -8,6 +8,7 @@ import { costMessage } from "../../services/cost-message.js";
 import { principalKey } from "../../auth/principal.js";
 import { COST_HEADER, CostMeter, costHeaderValue, metered } from "../../platform/cost-meter.js";
 import { providerCostSink, type Metrics } from "../../platform/metrics.js";
+import { internal } from "../../platform/errors.js";
 
 /** The response's `cost` field when the method's output has one of type engram.v2.Cost (cached per method). */
 function costFieldOf(cache: Map<DescMethod, boolean>, method: DescMethod): boolean {
@@ -35,9 +36,12 @@ export function costInterceptor(metrics: Pick<Metrics, "providerCalls" | "provid
       }
       return res;
     } catch (e: unknown) {
-      // A failed call may have spent too (a provider that answered before a later step failed).
-      if (e instanceof ConnectError) e.metadata.set(COST_HEADER, costHeaderValue(meter.totals));
-      throw e;
+      // A failed call may have spent too (a provider that refused, or answered before a later step failed). Anything
+      // not a ConnectError becomes the generic internal error here rather than in the observe interceptor, with the
+      // same cause kept for the log.
+      const error = e instanceof ConnectError ? e : internal(e);
+      error.metadata.set(COST_HEADER, costHeaderValue(meter.totals));
+      throw error;
     }
   };
 }
