@@ -290,3 +290,38 @@ it.each(TRANSPORTS)("a request that fails after calling a provider still says wh
     fake.replyEmbeddings = embeddingsReply;
   }
 });
+
+it("every response with a cost field carries the figures of its header, equal to what the provider served", async () => {
+  const rest = restCaller(server.baseUrl);
+  const R = (method: string): string => `engram.v2.ResourcesService/${method}`;
+  const project = await rest.call(R("CreateProject"), { name: "cost-project" }, alice);
+  const projectId = String((project.body["project"] as JsonObject)["project_id"]);
+  expect((await rest.call(R("CreateAgentDefinition"), { project_id: projectId, agent_id: "planner", system_prompt_content: "You plan." }, alice)).code).toBe("ok");
+  // Something for the optimizer to learn from: the agent's lessons and outcomes.
+  const lessons = [{ content: "Never deploy on Fridays without a rollback plan.", lesson_type: "rule" }];
+  expect((await rest.call("engram.v2.LearningService/Reflect", { run_id: "cost-opt", agent_id: "planner", lessons }, alice)).code).toBe("ok");
+  expect((await rest.call("engram.v2.LearningService/RecordOutcome", { run_id: "cost-opt", outcome: "failure", signal: -1, agent_id: "planner" }, alice)).code).toBe("ok");
+  const skill = await rest.call(R("CreateSkill"), { project_id: projectId, agent_id: "planner", name: "deploy", description: "Deploys", instructions: "Run the deploy script." }, alice);
+  const skillId = String((skill.body["skill"] as JsonObject)["skill_id"]);
+  const routes: [string, JsonObject][] = [
+    ["engram.v2.MemoryService/Recall", { session_id: "billing", query: "Who owns the billing service?" }],
+    ["engram.v2.MemoryService/GetContext", { run_id: "billing", query: "billing service owner" }],
+    ["engram.v2.LearningService/Reflect", { run_id: "billing" }],
+    ["engram.v2.LearningService/Diagnose", { run_id: "billing", error_text: "billing deploy failed: heap out of memory" }],
+    [R("OptimizePrompt"), { project_id: projectId, agent_id: "planner" }],
+    [R("OptimizeSkill"), { skill_id: skillId, project_id: projectId }],
+  ];
+  const calledSomething: string[] = [];
+  for (const [rpc, request] of routes) {
+    const before = fake.snapshot();
+    const result = await rest.call(rpc, request, alice);
+    const served = delta(before, fake.snapshot());
+    expect(result.code, `${rpc}: ${result.message}`).toBe("ok");
+    const header = costHeader(result);
+    expectHeaderMatches(header, served);
+    expect(costField(result.body), rpc).toEqual(header);
+    if (served.chat.calls + served.embeddings.calls > 0) calledSomething.push(rpc);
+  }
+  // Most of these routes did call a provider here, so the equality above compared real figures.
+  expect(calledSomething.length).toBeGreaterThanOrEqual(4);
+});
