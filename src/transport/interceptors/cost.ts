@@ -29,7 +29,9 @@ export function costInterceptor(metrics: Pick<Metrics, "providerCalls" | "provid
     const meter = new CostMeter(providerCostSink(metrics, principal.keyId));
     try {
       const res = await metered(meter, () => next(req));
-      if (!res.stream) {
+      // A call forwarded to the node serving the caller's shard (clustered mode) comes back with that node's cost in
+      // its header and field: the work, and the provider calls, were done there.
+      if (!res.stream && !res.header.has(COST_HEADER)) {
         const cost = meter.totals;
         if (costFieldOf(withCostField, req.method)) (res.message as { cost?: CostMessage }).cost = costMessage(cost);
         res.header.set(COST_HEADER, costHeaderValue(cost));
@@ -40,7 +42,7 @@ export function costInterceptor(metrics: Pick<Metrics, "providerCalls" | "provid
       // not a ConnectError becomes the generic internal error here rather than in the observe interceptor, with the
       // same cause kept for the log.
       const error = e instanceof ConnectError ? e : internal(e);
-      error.metadata.set(COST_HEADER, costHeaderValue(meter.totals));
+      if (!error.metadata.has(COST_HEADER)) error.metadata.set(COST_HEADER, costHeaderValue(meter.totals));
       throw error;
     }
   };
