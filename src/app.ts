@@ -23,6 +23,7 @@ import type { Config } from "./platform/config.js";
 import { Authenticator } from "./auth/authenticator.js";
 import { HashedEmbedder } from "./retrieval/embedders/hashed-embedder.js";
 import { authInterceptor } from "./transport/interceptors/auth.js";
+import { costInterceptor } from "./transport/interceptors/cost.js";
 import { callRecorder, observeInterceptor } from "./transport/interceptors/observe.js";
 import { CallAdmission, type Admitting } from "./transport/call-admission.js";
 import { readinessInterceptor } from "./transport/interceptors/readiness.js";
@@ -167,7 +168,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     config.rateLimit === undefined ? undefined : { buckets: new TokenBuckets(config.rateLimit, options.rateLimitNow ?? (() => performance.now())), limitAdmin: config.rateLimit.limitAdmin };
   const rateLimit = limits === undefined ? [] : [rateLimitInterceptor(limits.buckets, limits.limitAdmin)];
   const record = callRecorder(logger, metrics);
-  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), globalTokenInterceptor(cluster), authInterceptor(authenticator), ...rateLimit, clusterInterceptor(cluster), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
+  const router = createRouter([observeInterceptor(record), readinessInterceptor(readiness), globalTokenInterceptor(cluster), authInterceptor(authenticator), ...rateLimit, costInterceptor(metrics), clusterInterceptor(cluster), policyInterceptor(config), closedSessionGuard(controlSessionStore)], config.maxRequestBytes);
   router.service(HealthService, healthService(readiness, metrics));
   router.service(AuthService, authService(users, config.instanceTag));
   const acl = new AccessControl(storage);

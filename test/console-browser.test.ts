@@ -360,6 +360,8 @@ describe("web console in a real browser", () => {
       // Three charts, each drawn on a canvas by uPlot once the first metrics sample is in.
       await visible(admin.locator(".chart-canvas canvas"), CHART_WAIT_MS);
       await expect.poll(() => admin.locator(".chart-canvas canvas").count()).toBe(3);
+      // The embedded default calls no provider: the per-key cost table says so.
+      await visible(admin.getByRole("article", { name: "Provider costs" }).getByText("No call to an LLM or embeddings endpoint since the server started."));
       await shot(admin, "health");
     } finally {
       await adminContext.close();

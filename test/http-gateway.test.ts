@@ -63,7 +63,7 @@ describe("request decoding", () => {
   it("responses use the spec's snake_case names and include default values", async () => {
     await post("/v2/control/remember", { session_id: "names", content: "snake case everywhere" });
     const body = (await (await post("/v2/control/recall", { session_id: "names", query: "snake case" })).json()) as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(["citations", "confidence", "evidence", "final_answer", "mode"]);
+    expect(Object.keys(body).sort()).toEqual(["citations", "confidence", "cost", "evidence", "final_answer", "mode"]);
     const evidence = (body["evidence"] as Record<string, unknown>[])[0] as Record<string, unknown>;
     for (const field of ["id", "score", "content", "is_stale", "superseded_by", "retrieval_mode", "reference_id", "referenceable", "origin_entry_type"]) {
       expect(evidence).toHaveProperty(field);

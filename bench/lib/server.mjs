@@ -156,12 +156,13 @@ export function diskBytes(dir) {
 }
 
 /**
- * Spawns the server on `dataDir` and waits until GET /readyz answers 200. Returns the handle with `readyMs`, the time
+ * Spawns the server on `dataDir` and waits until GET /readyz answers 200. `entry` and `cwd` run another build (an A/B
+ * against an older commit's worktree). Returns the handle with `readyMs`, the time
  * from spawn to the first 200. Throws (after killing the child) when it exits early or is not ready in time.
  */
-export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000, env = {}, nodeArgs = [] }) {
-  if (!fs.existsSync(SERVER_ENTRY)) {
-    throw new Error(`${SERVER_ENTRY} not found: build first (npx tsc -p tsconfig.build.json)`);
+export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000, env = {}, nodeArgs = [], entry = SERVER_ENTRY, cwd = ROOT }) {
+  if (!fs.existsSync(entry)) {
+    throw new Error(`${entry} not found: build first (npx tsc -p tsconfig.build.json)`);
   }
   port ??= await freePort();
   // The caller's other SERVICE_* settings pass through (e.g. SERVICE_EMBEDDER=hashed to compare embedders).
@@ -177,7 +178,7 @@ export async function startServer({ dataDir, key, port, readyTimeoutMs = 120_000
     ...env,
   });
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, SERVER_ENTRY], { cwd: ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...nodeArgs, entry], { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
   let output = "";
   const keep = (chunk) => {

@@ -243,8 +243,20 @@ export interface SeriesPoint {
   requests_per_s: number;
 }
 
+/** One API key's totals with one provider kind (`llm`, `embeddings`) since the server started. */
+export interface ProviderCostRow {
+  key_id: string;
+  provider: string;
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  seconds: number;
+}
+
 export interface HealthResponse {
   readiness: { status: "ready" | "not_ready"; reason?: string };
   storage: StorageStats | null;
   series: { interval_ms: number; points: SeriesPoint[] } | null;
+  /** Every key's rows for an admin, the signed-in key's alone otherwise; empty when no provider was called. */
+  provider_costs: ProviderCostRow[];
 }

@@ -11,6 +11,8 @@ import { SESSION_COOKIE, clearedSessionCookie, cookieValue, methodNotAllowed, re
 import { csrfMatches, type ConsoleSession, type ConsoleSessions } from "./console-sessions.js";
 import { SIGN_IN_REFUSED, verifyKeyOf } from "./console-sign-in.js";
 import type { MetricsSampler } from "./metrics-sampler.js";
+import type { Metrics } from "../platform/metrics.js";
+import { providerCostRows } from "./provider-costs.js";
 
 export const API_PREFIX = "/console/api/";
 
@@ -22,6 +24,8 @@ export interface ConsoleApiDeps {
   readonly authenticator: Authenticator;
   readonly proxy: ApiProxy;
   readonly sampler: MetricsSampler;
+  /** The per-key provider totals (see provider-costs.ts). */
+  readonly metrics: Pick<Metrics, "providerCalls" | "providerTokens" | "providerSeconds">;
   readonly readiness: Readiness;
   readonly logger: Logger;
 }
@@ -176,8 +180,10 @@ export class ConsoleApi {
       await sampler.sampleIfDue();
       series = sampler.series();
     }
+    // What each key spent on external providers: every key for an admin, the signed-in key alone for anyone else.
+    const provider_costs = await providerCostRows(this.#deps.metrics, signedIn.principal.role === "admin" ? undefined : signedIn.principal.keyId);
     const reason = readiness.reason;
-    sendJson(res, 200, { readiness: reason === undefined ? { status: "ready" } : { status: "not_ready", reason }, storage, series });
+    sendJson(res, 200, { readiness: reason === undefined ? { status: "ready" } : { status: "not_ready", reason }, storage, series, provider_costs });
   }
 
   async #proxy(req: http.IncomingMessage, res: http.ServerResponse, target: string): Promise<void> {

@@ -43,7 +43,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<ConsoleServer> {
   );
   const proxy = new ApiProxy({ host: config.host, port: deps.dataPlanePort }, config.maxRequestBytes);
   const sampler = new MetricsSampler(deps.metrics, { intervalMs: SAMPLE_INTERVAL_MS, capacity: SAMPLE_CAPACITY, now: deps.now });
-  const api = new ConsoleApi({ sessions, authenticator: deps.authenticator, proxy, sampler, readiness: deps.readiness, logger });
+  const api = new ConsoleApi({ sessions, authenticator: deps.authenticator, proxy, sampler, metrics: deps.metrics, readiness: deps.readiness, logger });
   const files = new StaticFiles(config.consoleAssetsDir ?? builtConsolePath());
 
   const route = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {

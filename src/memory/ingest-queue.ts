@@ -10,7 +10,9 @@ import type { Storage } from "../storage/database.js";
 import { nextSequence } from "../storage/database.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, vectorFromBytes, type EntryStore, type EntryType, type NewEntry } from "../storage/entry-store.js";
 import { VectorSpaceConflict } from "../storage/vector-space-store.js";
-import { decodeOptional, openFields, openRecord } from "../storage/record-codec.js";
+import { decodeOptional, openFields, openRecord, type RecordReader } from "../storage/record-codec.js";
+import { CostMeter, metered, ZERO_COST, type Cost, type ProviderCost } from "../platform/cost-meter.js";
+import { providerCostSink } from "../platform/metrics.js";
 import { decodeProvenance } from "../storage/entry-record.js";
 import { legacyProvenance } from "../storage/provenance.js";
 import type { EntryWriter } from "./entry-writer.js";
@@ -54,7 +56,7 @@ export interface JobTrace {
 }
 
 export interface IngestJobRecord {
-  readonly v: 1;
+  readonly v: 2;
   readonly jobId: string;
   readonly jobSeq: number;
   readonly owner: number;
@@ -72,13 +74,23 @@ export interface IngestJobRecord {
   /** Ingest calls answered with this job because they repeated its idempotency key. */
   readonly deduplicatedCount: number;
   readonly traces: readonly JobTrace[];
+  /** The API key id that submitted the job: its provider costs are charged to that key (version 2; "" before). */
+  readonly keyId: string;
+  /** What applying the job spent on external providers (version 2; zeros before, and until the job is done). */
+  readonly cost: Cost;
 }
 
-const JOB_RECORD_VERSION = 1;
+const JOB_RECORD_VERSION = 2;
+/** Version 1 records lack `keyId` and `cost`, read as "" and zeros. */
+const READABLE_JOB_VERSIONS = [1, 2] as const;
+
+function decodeProviderCost(r: RecordReader): ProviderCost {
+  return { calls: r.number("calls"), inputTokens: r.number("inputTokens"), outputTokens: r.number("outputTokens"), ms: r.number("ms") };
+}
 
 /** Checks a job record read from LMDB against its schema (see record-codec). */
 function decodeJob(jobId: string, value: unknown): IngestJobRecord {
-  const r = openRecord("ingest_jobs", jobId, value, JOB_RECORD_VERSION);
+  const r = openRecord("ingest_jobs", jobId, value, READABLE_JOB_VERSIONS);
   return {
     v: JOB_RECORD_VERSION,
     jobId: r.string("jobId"),
@@ -104,6 +116,8 @@ function decodeJob(jobId: string, value: unknown): IngestJobRecord {
       confidence: t.number("confidence"),
       recordId: t.string("recordId"),
     })),
+    keyId: r.version === 1 ? "" : r.string("keyId"),
+    cost: r.version === 1 ? ZERO_COST : { llm: decodeProviderCost(r.object("cost").object("llm")), embeddings: decodeProviderCost(r.object("cost").object("embeddings")) },
   };
 }
 
@@ -258,6 +272,7 @@ export class IngestQueue {
     idempotencyKey: string,
     ordered: boolean,
     items: readonly JobItem[],
+    keyId: string,
   ): Promise<Acceptance> {
     // Held before the commit, so that the worker, which may take the job as soon as it is committed, finds them.
     let held: string | undefined;
@@ -298,6 +313,8 @@ export class IngestQueue {
         idempotencyKey,
         deduplicatedCount: 0,
         traces: [],
+        keyId,
+        cost: ZERO_COST,
       };
       dbs.jobs.put(job.jobId, job);
       dbs.jobItems.put(job.jobId, items);
@@ -434,14 +451,16 @@ export class IngestQueue {
     };
     let finished: IngestJobRecord;
     this.#applying = { jobId, startedAt };
+    // The job's provider calls are charged to the key that submitted it, not to whichever request woke the worker.
+    const meter = new CostMeter(providerCostSink(this.#metrics, job.keyId));
     try {
-      const prepared = await this.#writer.prepare(
+      const prepared = await metered(meter, () => this.#writer.prepare(
         items.map((item) => ({
           entry: item.entry,
           vector: item.vector === undefined ? undefined : Float32Array.from(item.vector),
           spaceVectors: item.spaceVectors?.map(({ space, bytes }) => ({ space, vector: vectorFromBytes(bytes) })),
         })),
-      );
+      ));
       this.#indexing = jobId;
       const written = await this.#storage.transaction(() => {
         const { dbs } = this.#storage;
@@ -452,6 +471,7 @@ export class IngestQueue {
           status: "completed",
           finishedAt: Date.now(),
           entryCount: result.length,
+          cost: meter.totals,
           traces: result.map(({ record }, i) => {
             const item = items[i] as JobItem;
             return {
@@ -495,7 +515,7 @@ export class IngestQueue {
         const stored = this.#read(jobId);
         this.#dequeue(queueKey, job.owner);
         if (stored === undefined) return undefined;
-        const record: IngestJobRecord = { ...stored, status: "failed", startedAt, finishedAt: Date.now(), error };
+        const record: IngestJobRecord = { ...stored, status: "failed", startedAt, finishedAt: Date.now(), error, cost: meter.totals };
         dbs.jobs.put(jobId, record);
         dbs.jobItems.remove(jobId);
         return record;

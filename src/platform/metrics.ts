@@ -1,5 +1,6 @@
 // The Prometheus registry and every metric Engram exports, registered once at start-up.
 import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { CostSink } from "./cost-meter.js";
 
 export interface Metrics {
   readonly registry: Registry;
@@ -12,6 +13,10 @@ export interface Metrics {
   readonly llmCalls: Counter<"purpose" | "outcome">;
   readonly llmTokens: Counter<"purpose" | "kind">;
   readonly llmCallDuration: Histogram<"purpose">;
+  /** Per API key id (never the key itself) and provider kind (`llm`, `embeddings`): what each key's work cost. */
+  readonly providerCalls: Counter<"key_id" | "provider">;
+  readonly providerTokens: Counter<"key_id" | "provider" | "direction">;
+  readonly providerSeconds: Counter<"key_id" | "provider">;
 }
 
 export function createMetrics(): Metrics {
@@ -76,5 +81,33 @@ export function createMetrics(): Metrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     }),
+    providerCalls: new Counter({
+      name: "service_provider_calls_total",
+      help: "Calls made to an external provider (llm, embeddings), retries included, by API key id and provider.",
+      labelNames: ["key_id", "provider"],
+      registers,
+    }),
+    providerTokens: new Counter({
+      name: "service_provider_tokens_total",
+      help: "Tokens sent to (direction input) and received from (output) an external provider, by API key id and provider.",
+      labelNames: ["key_id", "provider", "direction"],
+      registers,
+    }),
+    providerSeconds: new Counter({
+      name: "service_provider_seconds_total",
+      help: "Seconds spent waiting for an external provider, by API key id and provider.",
+      labelNames: ["key_id", "provider"],
+      registers,
+    }),
+  };
+}
+
+/** The sink that adds a key's provider costs to its Prometheus totals. Key ids are bounded by the number of keys. */
+export function providerCostSink(metrics: Pick<Metrics, "providerCalls" | "providerTokens" | "providerSeconds">, keyId: string): CostSink {
+  return (provider, spent) => {
+    metrics.providerCalls.inc({ key_id: keyId, provider }, spent.calls);
+    if (spent.inputTokens > 0) metrics.providerTokens.inc({ key_id: keyId, provider, direction: "input" }, spent.inputTokens);
+    if (spent.outputTokens > 0) metrics.providerTokens.inc({ key_id: keyId, provider, direction: "output" }, spent.outputTokens);
+    metrics.providerSeconds.inc({ key_id: keyId, provider }, spent.ms / 1000);
   };
 }

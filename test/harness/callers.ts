@@ -20,6 +20,8 @@ export interface CallResult {
   readonly body: JsonObject;
   /** HTTP status for REST and Connect; undefined for gRPC. */
   readonly status: number | undefined;
+  /** Response header fields (gRPC: header metadata, and trailers on an error), lower-case names. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface Caller {
@@ -42,8 +44,9 @@ function authHeaders(key: string | undefined): Record<string, string> {
 async function resultFromFetch(response: Response): Promise<CallResult> {
   const text = await response.text();
   const json = (text === "" ? {} : JSON.parse(text)) as JsonObject;
-  if (response.ok) return { code: "ok", message: "", body: json, status: response.status };
-  return { code: String(json["code"]), message: String(json["message"]), body: {}, status: response.status };
+  const headers = Object.fromEntries(response.headers.entries());
+  if (response.ok) return { code: "ok", message: "", body: json, status: response.status, headers };
+  return { code: String(json["code"]), message: String(json["message"]), body: {}, status: response.status, headers };
 }
 
 export function restCaller(baseUrl: string): Caller {
@@ -110,7 +113,7 @@ type UnaryFn = (
   request: object,
   metadata: grpc.Metadata,
   callback: (error: grpc.ServiceError | null, response: JsonObject) => void,
-) => void;
+) => grpc.ClientUnaryCall;
 
 export function grpcCaller(port: number): Caller {
   const definition = loadProtos();
@@ -135,12 +138,18 @@ export function grpcCaller(port: number): Caller {
       const metadata = new grpc.Metadata();
       if (key !== undefined) metadata.set("authorization", `Bearer ${key}`);
       return new Promise((resolve) => {
-        fn.call(client, request, metadata, (error, response) => {
+        const headers: Record<string, string> = {};
+        const unary = fn.call(client, request, metadata, (error, response) => {
           if (error) {
-            resolve({ code: GRPC_CODE_NAMES[error.code] ?? "unknown", message: error.details, body: {}, status: undefined });
+            // An error answer is trailers-only: its metadata arrives with the status.
+            for (const [name, value] of Object.entries(error.metadata?.getMap() ?? {})) headers[name] ??= String(value);
+            resolve({ code: GRPC_CODE_NAMES[error.code] ?? "unknown", message: error.details, body: {}, status: undefined, headers });
           } else {
-            resolve({ code: "ok", message: "", body: response, status: undefined });
+            resolve({ code: "ok", message: "", body: response, status: undefined, headers });
           }
+        });
+        unary.on("metadata", (received: grpc.Metadata) => {
+          for (const [name, value] of Object.entries(received.getMap())) headers[name] = String(value);
         });
       });
     },

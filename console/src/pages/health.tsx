@@ -1,4 +1,5 @@
-// Health: is the node ready, how big is its storage, and (for admins) ingest rate and query latency over time.
+// Health: is the node ready, how big is its storage, what each key spent on providers, and (for admins) ingest rate
+// and query latency over time.
 import { useEffect } from "preact/hooks";
 import { getConsole } from "../api";
 import { Async, useAsync } from "../components/async";
@@ -61,6 +62,24 @@ function HealthView({ health }: { health: HealthResponse }) {
         </article>
       </div>
       {series && series.points.length > 0 && <Charts series={series} />}
+      <article class="card" aria-label="Provider costs">
+        <h2>Provider costs</h2>
+        <Table
+          label="Provider costs"
+          rows={health.provider_costs}
+          rowKey={(row) => `${row.key_id}/${row.provider}`}
+          empty="No call to an LLM or embeddings endpoint since the server started."
+          columns={[
+            { header: "Key id", cell: (row) => <span class="mono">{row.key_id}</span> },
+            { header: "Provider", cell: (row) => row.provider },
+            { header: "Calls", cell: (row) => count(row.calls), numeric: true },
+            { header: "Input tokens", cell: (row) => count(row.input_tokens), numeric: true },
+            { header: "Output tokens", cell: (row) => count(row.output_tokens), numeric: true },
+            { header: "Time", cell: (row) => `${row.seconds.toFixed(1)} s`, numeric: true },
+          ]}
+        />
+        <p class="muted small">Per API key since the server started (the same totals as service_provider_*_total in /metrics).</p>
+      </article>
       {storage && (
         <div class="grid-2">
           <article class="card" aria-label="Databases">

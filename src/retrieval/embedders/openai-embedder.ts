@@ -2,6 +2,8 @@
 // with transient failures (network, timeout, 408, 429, 5xx) retried with capped exponential backoff and jitter.
 import { setTimeout as sleep } from "node:timers/promises";
 import { normalize, type Embedder } from "../embedder.js";
+import { chargeProvider } from "../../platform/cost-meter.js";
+import { countTokens } from "../context/token-counter.js";
 
 /** OpenAI's own limit is 2,048 inputs a request; many compatible servers accept far fewer. */
 const MAX_BATCH = 256;
@@ -151,14 +153,35 @@ export class OpenAiEmbedder implements Embedder {
   }
 
   /**
+   * Charges one attempt to the current request's meter: a failed attempt (retried or not) is a call and its time,
+   * without tokens; a successful one its `usage.prompt_tokens` (else `total_tokens`), else the inputs counted with
+   * o200k_base.
+   */
+  #charge(started: number, inputs: readonly string[], body: unknown): void {
+    const ms = performance.now() - started;
+    if (body === undefined) {
+      chargeProvider("embeddings", { calls: 1, inputTokens: 0, outputTokens: 0, ms });
+      return;
+    }
+    const usage = isRecord(body) && isRecord(body.usage) ? body.usage : {};
+    const reported = [usage.prompt_tokens, usage.total_tokens].find((n) => typeof n === "number" && Number.isFinite(n) && n >= 0) as number | undefined;
+    const inputTokens = reported === undefined ? inputs.reduce((sum, text) => sum + countTokens(text), 0) : Math.floor(reported);
+    chargeProvider("embeddings", { calls: 1, inputTokens, outputTokens: 0, ms });
+  }
+
+  /**
    * POSTs until an attempt succeeds, fails for good (a 4xx other than 408/429, a malformed body) or the retries run
    * out; then throws the last attempt's error, saying how many attempts were made when there was more than one.
    */
   async #post(inputs: string[]): Promise<unknown> {
     for (let retry = 0; ; retry++) {
+      const started = performance.now();
       try {
-        return await this.#attempt(inputs);
+        const body = await this.#attempt(inputs);
+        this.#charge(started, inputs, body);
+        return body;
       } catch (e: unknown) {
+        this.#charge(started, inputs, undefined);
         if (!(e instanceof AttemptError)) throw e;
         if (!e.transient || retry >= this.#maxRetries) {
           throw new Error(retry === 0 ? e.message : `${e.message} (gave up after ${retry + 1} attempts)`);

@@ -1,6 +1,8 @@
 // A small client for any OpenAI-compatible `/v1/chat/completions` endpoint, counted in Engram's LLM metrics.
 import type { Logger } from "../../platform/logger.js";
 import type { Metrics } from "../../platform/metrics.js";
+import { chargeProvider } from "../../platform/cost-meter.js";
+import { countTokens } from "../context/token-counter.js";
 
 export interface ChatMessage {
   readonly role: "system" | "user" | "assistant";
@@ -89,8 +91,16 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function tokenCount(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0;
+/** A token count the provider reported, or undefined when it reported none (or nonsense). */
+function reportedCount(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined;
+}
+
+/** A completion and the tokens it is charged for: as reported, else counted with o200k_base (see README, cost). */
+interface ChargedCompletion {
+  readonly completion: ChatCompletion;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
 }
 
 /** The text of the first choice; content may be a string or, with some providers, an array of text parts. */
@@ -161,9 +171,10 @@ export class ChatClient implements ChatCompleter {
     if (request.signal?.aborted === true) controller.abort();
     request.signal?.addEventListener("abort", cancel, { once: true });
     try {
-      const completion = await this.#call(request, controller.signal, () => timedOut);
+      const { completion, inputTokens, outputTokens } = await this.#call(request, controller.signal, () => timedOut);
       const seconds = (performance.now() - started) / 1000;
       this.#record(purpose, "ok", seconds);
+      chargeProvider("llm", { calls: 1, inputTokens, outputTokens, ms: seconds * 1000 });
       this.#metrics.llmTokens.inc({ purpose, kind: "prompt" }, completion.promptTokens);
       this.#metrics.llmTokens.inc({ purpose, kind: "completion" }, completion.completionTokens);
       this.#logger?.debug(
@@ -175,6 +186,8 @@ export class ChatClient implements ChatCompleter {
       const error = this.#asChatError(e, purpose, timedOut);
       const seconds = (performance.now() - started) / 1000;
       this.#record(purpose, error.outcome, seconds);
+      // A failed call is still a call that took time; no tokens are charged for it (none were reported).
+      chargeProvider("llm", { calls: 1, inputTokens: 0, outputTokens: 0, ms: seconds * 1000 });
       this.#logger?.warn({ purpose, outcome: error.outcome, status: error.status, durationMs: Math.round(seconds * 1000) }, error.message);
       throw error;
     } finally {
@@ -188,7 +201,7 @@ export class ChatClient implements ChatCompleter {
     this.#metrics.llmCallDuration.observe({ purpose }, seconds);
   }
 
-  async #call(request: ChatRequest, signal: AbortSignal, timedOut: () => boolean): Promise<ChatCompletion> {
+  async #call(request: ChatRequest, signal: AbortSignal, timedOut: () => boolean): Promise<ChargedCompletion> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#apiKey !== undefined) headers["authorization"] = `Bearer ${this.#apiKey}`;
     const body = JSON.stringify({
@@ -226,7 +239,13 @@ export class ChatClient implements ChatCompleter {
       throw new ChatError(`${where} returned no message content in choices[0]`, "error", response.status);
     }
     const usage = isRecord(parsed) && isRecord(parsed["usage"]) ? parsed["usage"] : {};
-    return { text: content, promptTokens: tokenCount(usage["prompt_tokens"]), completionTokens: tokenCount(usage["completion_tokens"]) };
+    const prompt = reportedCount(usage["prompt_tokens"]);
+    const completion = reportedCount(usage["completion_tokens"]);
+    return {
+      completion: { text: content, promptTokens: prompt ?? 0, completionTokens: completion ?? 0 },
+      inputTokens: prompt ?? request.messages.reduce((sum, message) => sum + countTokens(message.content), 0),
+      outputTokens: completion ?? countTokens(content),
+    };
   }
 
   /** Every error leaves as a ChatError whose message has had the API key scrubbed, whatever produced it. */

@@ -12,6 +12,7 @@ import { batchItem, checkItemCount, ingestItem } from "./ingest-items.js";
 import { bounded, required } from "./validate.js";
 import { RequestSpaces } from "./vector-space-input.js";
 import { VectorSpaceConflict } from "../../storage/vector-space-store.js";
+import { costMessage } from "../cost-message.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "ingest" | "batchInsert" | "getIngestJob" | "getIngestStats">;
 
@@ -42,6 +43,7 @@ function jobView(job: IngestJobRecord) {
     itemCount: job.itemCount,
     entryCount: job.entryCount,
     agentId: job.agentId,
+    jobCost: costMessage(job.cost),
   };
 }
 
@@ -69,6 +71,7 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
         bounded("idempotency_key", req.idempotencyKey),
         !req.parallel,
         items,
+        caller.keyId,
       );
       return { accepted: true, jobId: job.jobId, deduplicated, status: job.status };
     },

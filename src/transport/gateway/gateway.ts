@@ -1,6 +1,7 @@
 // The HTTP/JSON gateway: routes built at start-up from google.api.http options, dispatched in-process to the
 // same Connect handlers (and so the same interceptors) that serve gRPC and Connect.
 import { CONSISTENCY_TOKEN_HEADER } from "../interceptors/cluster.js";
+import { COST_HEADER } from "../../platform/cost-meter.js";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import {
   encodeEnvelope,
@@ -41,8 +42,11 @@ function requestedStatus(header: Headers | undefined): number | undefined {
   return Number.isInteger(status) && status >= 200 && status <= 599 ? status : undefined;
 }
 
-/** Response metadata HTTP clients read as header fields: the rate limit's (see interceptors/rate-limit.ts). */
-const RELAYED_HEADERS = ["retry-after", "ratelimit", "ratelimit-policy", CONSISTENCY_TOKEN_HEADER] as const;
+/**
+ * Response metadata HTTP clients read as header fields: the rate limit's (see interceptors/rate-limit.ts), the
+ * consistency token and the call's provider cost (interceptors/cost.ts).
+ */
+const RELAYED_HEADERS = ["retry-after", "ratelimit", "ratelimit-policy", CONSISTENCY_TOKEN_HEADER, COST_HEADER] as const;
 
 function relayHeaders(from: Headers | undefined, res: NodeResponse): void {
   if (from === undefined || res.headersSent) return;

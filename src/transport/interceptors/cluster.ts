@@ -5,6 +5,7 @@ import { Code, ConnectError, type Interceptor, type StreamRequest, type StreamRe
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { isAdmin, principalKey } from "../../auth/principal.js";
 import { currentWriteScope, inWriteScope } from "../../storage/write-scope.js";
+import { COST_HEADER } from "../../platform/cost-meter.js";
 import { CommandTooLarge, LogUnavailable, TooManyWaiters } from "../../cluster/replicated-transaction.js";
 import { ClusterNode, GLOBAL_SHARD, MalformedToken, ReplicaBehind, ShardNotServed, formatToken, parseToken, type ConsistencyToken } from "../../cluster/cluster-node.js";
 
@@ -122,13 +123,16 @@ function forwardedHeaders(req: UnaryRequest | StreamRequest, nodeId: string): He
 }
 
 /**
- * The other node's answer headers this node passes on: its consistency token. The rest describe that node's own
- * connection (HTTP/1.1 keep-alive, content type), which this node's protocol sets for itself.
+ * The other node's answer headers this node passes on: its consistency token and what the call cost there (the node
+ * that did the work is the one that called the providers). The rest describe that node's own connection (HTTP/1.1
+ * keep-alive, content type), which this node's protocol sets for itself.
  */
 function relayedHeaders(from: Headers): Headers {
   const header = new Headers();
-  const token = from.get(CONSISTENCY_TOKEN_HEADER);
-  if (token !== null) header.set(CONSISTENCY_TOKEN_HEADER, token);
+  for (const name of [CONSISTENCY_TOKEN_HEADER, COST_HEADER]) {
+    const value = from.get(name);
+    if (value !== null) header.set(name, value);
+  }
   return header;
 }
 
