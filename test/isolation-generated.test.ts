@@ -58,7 +58,7 @@ function normaliserFor(owner: Owner, probes: Readonly<Record<Kind, string>>, pro
   for (const kind of KINDS) tokens.set(probes[kind], `<value:${kind}>`);
   for (const kind of KINDS) tokens.set(owner.ids[kind], `<own:${kind}>`);
   if (probe !== "") tokens.set(probe, "<probe>");
-  return new Normaliser({ tokens, byField: { user_id: new Map([[owner.userId, "<own:user>"]]), key_id: new Map([[owner.keyId, "<own:key>"]]) }, ignore });
+  return new Normaliser({ tokens, byField: { user_id: new Map([[owner.userId, "<own:user>"]]), key_id: new Map([[owner.keyId, "<own:key>"]]), keyId: new Map([[owner.keyId, "<own:key>"]]) }, ignore });
 }
 
 /** A value to normalise like an answer. */

@@ -30,7 +30,11 @@ export interface Route {
  */
 const ID_LIKE_NAMES = new Set(["name", "key", "path", "username", "idempotency_key", "upsert_key", "lane", "lane_filter", "direct_lane"]);
 
+/** Output-only fields of messages that requests also carry: the server ignores them on input, so nothing to probe. */
+const OUTPUT_ONLY = new Set(["engram.v2.Provenance.key_id", "engram.v2.Provenance.agent_id"]);
+
 function carriesId(field: DescField): boolean {
+  if (OUTPUT_ONLY.has(`${field.parent.typeName}.${field.name}`)) return false;
   return field.name === "id" || /_ids?$/.test(field.name) || ID_LIKE_NAMES.has(field.name);
 }
 
