@@ -43,7 +43,19 @@ export class ControlSessions {
   readonly #reflector: Reflector;
   readonly #events: EventBus;
 
-  constructor(deps: { storage: Storage; entries: EntryStore; store: ControlSessionStore; writer: EntryWriter; reflector: Reflector; events: EventBus }) {
+  /** Told when a run joins a project: the project's retention policy now applies to the run's entries. */
+  readonly #projectLinked: (owner: number) => void;
+
+  constructor(deps: {
+    storage: Storage;
+    entries: EntryStore;
+    store: ControlSessionStore;
+    writer: EntryWriter;
+    reflector: Reflector;
+    events: EventBus;
+    projectLinked?: (owner: number) => void;
+  }) {
+    this.#projectLinked = deps.projectLinked ?? (() => undefined);
     this.#storage = deps.storage;
     this.#entries = deps.entries;
     this.#store = deps.store;
@@ -78,6 +90,7 @@ export class ControlSessions {
       this.#store.putInTransaction(created);
       return created;
     });
+    if (record.projectId !== "") this.#projectLinked(record.owner);
     this.#publish("session.created", record, { session_id: runId, agent_id: record.agentId, phase: "active" });
     return this.#view(record);
   }

@@ -8,6 +8,7 @@ import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
 import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
+import { EntryExpiry } from "./entry-expiry.js";
 
 export * from "./entry-record.js";
 export { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
@@ -102,6 +103,8 @@ export class EntryStore {
    * a tombstone are invisible to every read from the moment the deletion commits; the purge removes them in slices.
    */
   readonly #tombstones = new Map<string, number>();
+  /** Judges expiry (own TTL, retention policies) on the memory's clock; by default only an entry's own expiry counts. */
+  #expiry = new EntryExpiry(Date.now);
 
   constructor(storage: Storage) {
     this.#storage = storage;
@@ -363,10 +366,27 @@ export class EntryStore {
     return maxSeq !== undefined && record.seq <= maxSeq;
   }
 
-  /** The entry with this seq, unless deleted. Seqs come from scoped indexes; lookups by id go through `find`. */
+  /** Judges expiry with this clock and these retention policies from now on (start-up wiring). */
+  useExpiry(expiry: EntryExpiry): void {
+    this.#expiry = expiry;
+  }
+
+  get expiry(): EntryExpiry {
+    return this.#expiry;
+  }
+
+  /**
+   * The entry with this seq, unless deleted or expired. Seqs come from scoped indexes; lookups by id go through `find`.
+   */
   get(seq: number): EntryRecord | undefined {
     const record = this.#read(seq);
-    return record === undefined || this.#isTombstoned(record) ? undefined : record;
+    return record === undefined || this.#isTombstoned(record) || this.#expiry.isExpired(record) ? undefined : record;
+  }
+
+  /** The owner of a stored entry, expired or not (what the expiry purge needs); undefined when gone or its run deleted. */
+  ownerOfStored(seq: number): number | undefined {
+    const record = this.#read(seq);
+    return record === undefined || this.#isTombstoned(record) ? undefined : record.owner;
   }
 
   /** The entry with this id (or reference id), when the reader may see it; undefined otherwise, whoever owns it. */
@@ -456,11 +476,15 @@ export class EntryStore {
   /**
    * Sequence numbers of the entries a reader may see, in one run or across runs, in write order (or reverse),
    * starting after `afterSeq` when given. `owner` undefined reads every owner's entries (admins). Entries of
-   * deleted runs awaiting their purge are skipped.
+   * deleted runs awaiting their purge, and expired entries awaiting theirs, are skipped.
    */
   *visibleSeqs(owner: number | undefined, runId: string | undefined, reverse: boolean, afterSeq?: number): Generator<number> {
     const hidden = this.#hiddenIn(owner, runId);
+    const expiry = this.#expiry;
+    expiry.settle();
     for (const seq of this.#storedSeqs(owner, runId, reverse, afterSeq)) {
+      // Expired entries awaiting their purge: a set lookup, no record read.
+      if (expiry.pendingCount > 0 && expiry.isHidden(seq)) continue;
       // Reading a record to learn its run costs ~1 µs: a scan of a large run would hold the event loop for seconds.
       if (hidden === "none" || (typeof hidden === "number" ? seq > hidden : this.get(seq) !== undefined)) yield seq;
     }

@@ -27,6 +27,7 @@ import { decodePageToken, encodePageToken } from "../../memory/activity/page-tok
 import { bounded, content, entryTypeFilter, required } from "./validate.js";
 import type { MemoryDeps } from "./deps.js";
 import { mayWrite } from "./archive.js";
+import { expiryText } from "./evidence.js";
 
 export { MAX_EXPORT_CHARS, MAX_EXPORT_ENTRIES };
 
@@ -123,7 +124,8 @@ function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext
   };
 }
 
-function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry {
+/** `expiresAt`: when the entry expires, retention policies included (EntryExpiry.expiryOfRecord). */
+function activityEntryOf(e: EntryRecord, projection: Projection, expiresAt: number): ActivityEntry {
   const compact = projection === "compact";
   return create(ActivityEntrySchema, {
     id: e.id,
@@ -147,6 +149,7 @@ function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry 
     derived: e.derived,
     sourceEntryIds: [...e.sourceIds],
     lineageReview: e.lineageReview,
+    expiresAt: expiryText(expiresAt),
   });
 }
 
@@ -164,7 +167,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       const { page, more } = await activityPage(entries, q, limit, afterSeq);
       const last = page.at(-1);
       return {
-        entries: page.map((e) => activityEntryOf(e, projection)),
+        entries: page.map((e) => activityEntryOf(e, projection, entries.expiry.expiryOfRecord(e))),
         nextPageToken: more && last !== undefined ? encodePageToken(q, last.seq) : "",
         totalVisible: await totals.count(q),
       };
@@ -173,7 +176,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
     async exportActivity(req, ctx) {
       const q = queryOf(req, false, ctx, deps.acl);
       const line = (record: EntryRecord): string =>
-        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full"), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
+        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full", entries.expiry.expiryOfRecord(record)), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
       try {
         const { content, entryCount } = await exportActivity(entries, q, line);
         return { format: "jsonl", content, entryCount };
