@@ -119,7 +119,7 @@ export class EntryStore {
    * Writes entries with their indexes, postings and vectors, and supersedes older entries with the same upsert key.
    * Must run inside a write transaction, so that callers can commit other records (a job's state) atomically with it.
    */
-  writeInTransaction(prepared: readonly PreparedEntry[], now = Date.now()): WrittenEntry[] {
+  writeInTransaction(prepared: readonly PreparedEntry[], now = this.#expiry.now()): WrittenEntry[] {
     const { dbs } = this.#storage;
     if (prepared.length === 0) return [];
     const seqs = reserveSequences(dbs.meta, "entry", prepared.length);
@@ -187,7 +187,7 @@ export class EntryStore {
     patch: EntryPatch,
     by: ChangeAttribution,
     reindex?: Reindex,
-    now = Date.now(),
+    now = this.#expiry.now(),
     /** Events describing the change as a whole (an outcome, a promotion), recorded after the per-field ones. */
     extraAudit: readonly EntryAuditEvent[] = [],
   ): UpdatedEntry | undefined {
@@ -243,7 +243,7 @@ export class EntryStore {
    * spaces), reference, upsert key and lineage links; entries derived from it are marked for review. Call inside a
    * write transaction. Returns undefined when the entry does not exist.
    */
-  deleteInTransaction(seq: number, now = Date.now()): DeletedEntry | undefined {
+  deleteInTransaction(seq: number, now = this.#expiry.now()): DeletedEntry | undefined {
     const record = this.#read(seq);
     if (record === undefined) return undefined;
     const { dbs } = this.#storage;
@@ -284,7 +284,7 @@ export class EntryStore {
    * promoted beyond the run outlives it. When it was derived from entries of that run, it is marked for review
    * (`source_deleted`). Call inside a write transaction, before the run's tombstone. Undefined when absent.
    */
-  rehomeInTransaction(seq: number, reason: string, now = Date.now()): EntryRecord | undefined {
+  rehomeInTransaction(seq: number, reason: string, now = this.#expiry.now()): EntryRecord | undefined {
     const before = this.get(seq);
     if (before === undefined || before.runId === "") return undefined;
     const { dbs } = this.#storage;
