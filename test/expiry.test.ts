@@ -160,6 +160,38 @@ describe("an expired entry", () => {
   });
 });
 
+describe("expired knowledge", () => {
+  it("leaves the context's rules and lessons, the lessons listing and the tenant export", async () => {
+    const run = "knowledge";
+    const [rule, lesson] = await ingestAndWait(rest, alice, run, [
+      { text: "Always pin the walrus provider version.", entry_type: "rule", ttl_seconds: 120 },
+      { text: "Walrus upgrades broke the build last time.", entry_type: "lesson", ttl_seconds: 120 },
+    ]);
+    const contextIds = async (): Promise<string[]> =>
+      ((await ok(rest, RPC.context, { run_id: run, query: "walrus provider upgrade" }, alice))["sources"] as JsonObject[]).map((x) => String(x["id"]));
+    const lessonIds = async (): Promise<string[]> =>
+      ((await ok(rest, "engram.v2.LearningService/ListLessons", { run_id: run }, alice))["lessons"] as JsonObject[]).map((x) => String(x["id"]));
+    const exported = async (): Promise<string> => {
+      const lines: string[] = [];
+      let token = "";
+      do {
+        const page = await ok(rest, "engram.v2.TenantService/ExportTenant", { page_token: token, limit: 1000 }, alice);
+        lines.push(...(page["lines"] as string[]));
+        token = String(page["next_page_token"] ?? "");
+      } while (token !== "");
+      return lines.join("\n");
+    };
+    expect(await contextIds()).toEqual(expect.arrayContaining([rule, lesson]));
+    expect(await lessonIds()).toContain(lesson);
+    expect(await exported()).toContain("walrus provider");
+    advance(121);
+    expect(await contextIds()).not.toContain(rule);
+    expect(await contextIds()).not.toContain(lesson);
+    expect(await lessonIds()).not.toContain(lesson);
+    expect(await exported()).not.toContain("alrus");
+  });
+});
+
 describe("retention policies", () => {
   it("hide old traces but keep facts, for existing entries too, and never reach another owner", async () => {
     const run = "retained";
