@@ -12,6 +12,8 @@ import type { MemoryIndex } from "./memory-index.js";
 
 /** Entries removed per transaction: as run deletion's purge, so one slice never holds the event loop for long. */
 const PURGE_SLICE = 32;
+/** Slices committed together (see #sweep). */
+const SLICES_IN_FLIGHT = 4;
 /** Expired entries a sweep looks at before it lets the next timer tick go on: each sweep stays bounded. */
 const SWEEP_LIMIT = 100_000;
 
@@ -84,10 +86,17 @@ export class ExpiryPurge {
     }
     let removed = 0;
     for (const [owner, seqs] of byOwner) {
-      for (let at = 0; at < seqs.length && !this.#stopped; at += PURGE_SLICE) {
+      for (let at = 0; at < seqs.length && !this.#stopped; at += PURGE_SLICE * SLICES_IN_FLIGHT) {
         await this.#deps.gate.pass();
         if (this.#stopped) break;
-        removed += await this.#purgeSlice(owner, seqs.slice(at, at + PURGE_SLICE));
+        // A few slices in flight at once: LMDB commits them together, so the purge is not bound by one commit's
+        // latency per slice, while each slice's synchronous part stays as short as one slice.
+        const slices: Promise<number>[] = [];
+        for (let k = 0; k < SLICES_IN_FLIGHT && at + k * PURGE_SLICE < seqs.length; k++) {
+          const from = at + k * PURGE_SLICE;
+          slices.push(this.#purgeSlice(owner, seqs.slice(from, from + PURGE_SLICE)));
+        }
+        for (const count of await Promise.all(slices)) removed += count;
       }
     }
     if (removed > 0) {
