@@ -36,6 +36,13 @@ afterAll(async () => {
   await server.close();
 });
 
+async function restart(): Promise<void> {
+  const { dataDir, adminKey } = server;
+  await server.close();
+  server = await startTestServer({ SERVICE_RETENTION_SWEEP_MS: "0", SERVICE_ADMIN_KEY: adminKey }, dataDir, { memoryNow: () => now });
+  rest = restCaller(server.baseUrl);
+}
+
 function advance(seconds: number): void {
   now += seconds * 1000;
 }
@@ -267,5 +274,26 @@ describe("retention policies", () => {
         c.close();
       }
     }
+  });
+});
+
+describe("after a restart", () => {
+  it("an expired entry not purged yet stays invisible, a run's policy still applies, and the sweep then purges", async () => {
+    const run = "restarted";
+    const [short, long] = await ingestAndWait(rest, alice, run, [
+      { text: "Expires before the restart.", ttl_seconds: 100 },
+      { text: "Outlives the restart but not the policy.", entry_type: "trace" },
+    ]);
+    await ok(rest, RETENTION.set, { run_id: run, policy: { rules: [{ entry_type: "trace", max_age_seconds: 500 }] } }, alice);
+    advance(101);
+    expect((await activity(alice, run)).map((e) => e["id"])).toEqual([long]);
+    await restart();
+    expect((await activity(alice, run)).map((e) => e["id"])).toEqual([long]);
+    expect(await ok(rest, RPC.dereference, { run_id: run, reference_id: short! }, alice)).toMatchObject({ found: false });
+    advance(400);
+    expect(await activity(alice, run)).toEqual([]);
+    expect(await ok(rest, RETENTION.get, { run_id: run }, alice)).toMatchObject({ policy: { rules: [{ entry_type: "trace", max_age_seconds: "500" }] } });
+    expect(await server.engram.testHooks.expirySweep()).toBeGreaterThanOrEqual(2);
+    expect(await server.engram.testHooks.expirySweep()).toBe(0);
   });
 });
