@@ -257,6 +257,26 @@ describe("retention policies", () => {
     expectCode(await rest.call(RETENTION.set, { project_id: "prj_zz", policy: { rules: [{ entry_type: "fact", max_age_seconds: 5 }] } }, alice), "not_found", 404);
   });
 
+  it("of a project apply to the runs whose control session names the project, under the run's own", async () => {
+    const created = await ok(rest, "engram.v2.ResourcesService/CreateProject", { name: "retention-project" }, alice);
+    const projectId = String((created["project"] as JsonObject)["project_id"]);
+    await ok(rest, "engram.v2.SessionsService/CreateControlSession", { run_id: "in-project", project_id: projectId }, alice);
+    await ingestAndWait(rest, alice, "in-project", [{ text: "Project trace.", entry_type: "trace" }, { text: "Project fact.", entry_type: "fact" }]);
+    await ingestAndWait(rest, alice, "outside-project", [{ text: "Outside trace.", entry_type: "trace" }]);
+    await ok(rest, RETENTION.set, { project_id: projectId, policy: { rules: [{ entry_type: "trace", max_age_seconds: 60 }] } }, alice);
+    expect(await ok(rest, RETENTION.get, { project_id: projectId }, alice)).toMatchObject({ policy: { rules: [{ entry_type: "trace" }] } });
+    advance(61);
+    expect(await contents(alice, "in-project")).toEqual(["Project fact."]);
+    expect(await contents(alice, "outside-project")).toEqual(["Outside trace."]);
+    // A run joining the project later: its existing traces fall under the project's policy at once.
+    await ingestAndWait(rest, alice, "joins-later", [{ text: "Late trace.", entry_type: "trace" }]);
+    advance(61);
+    expect(await contents(alice, "joins-later")).toEqual(["Late trace."]);
+    await ok(rest, "engram.v2.SessionsService/CreateControlSession", { run_id: "joins-later", project_id: projectId }, alice);
+    expect(await contents(alice, "joins-later")).toEqual([]);
+    expect(await ok(rest, RETENTION.clear, { project_id: projectId }, alice)).toMatchObject({ cleared: true });
+  });
+
   it("work over gRPC and Connect, and a TTL written over Connect expires", async () => {
     for (const transport of ["grpc", "connect"] as const) {
       const c = callerFor(transport, server.baseUrl, server.port);
