@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
-import { callerFor, restCaller, type Caller, type JsonObject } from "./harness/callers.js";
+import { callerFor, grpcStream, restCaller, type Caller, type JsonObject } from "./harness/callers.js";
 import { RPC, evidenceOf, expectCode, expectInvalid, idsOf, ingestAndWait, ok } from "./harness/memory.js";
 
 const ACTIVITY = "engram.v2.MemoryService/ListActivity";
@@ -315,5 +315,45 @@ describe("after a restart", () => {
     expect(await ok(rest, RETENTION.get, { run_id: run }, alice)).toMatchObject({ policy: { rules: [{ entry_type: "trace", max_age_seconds: "500" }] } });
     expect(await server.engram.testHooks.expirySweep()).toBeGreaterThanOrEqual(2);
     expect(await server.engram.testHooks.expirySweep()).toBe(0);
+  });
+});
+
+describe("the purge's events", () => {
+  it("announce each purged entry to its owner as a delete does, with reason expired, and to no one else", async () => {
+    const received = new Map<string, JsonObject[]>([["alice", []], ["bob", []]]);
+    const wakers: (() => void)[] = [];
+    const cancels: (() => void)[] = [];
+    for (const [name, key] of [["alice", alice], ["bob", bob]] as const) {
+      const stream = grpcStream(server.port, "engram.v2.EventsService/Subscribe", {}, key);
+      stream.on("data", (event: JsonObject) => {
+        received.get(name)?.push(event);
+        for (const wake of wakers.splice(0)) wake();
+      });
+      stream.on("error", () => undefined);
+      cancels.push(() => stream.cancel());
+    }
+    const until = async (name: string, match: (e: JsonObject) => boolean): Promise<void> => {
+      while (!(received.get(name) ?? []).some(match)) await new Promise<void>((resolve) => wakers.push(resolve));
+    };
+    try {
+      await until("alice", (e) => e["type"] === "subscribed");
+      await until("bob", (e) => e["type"] === "subscribed");
+      const [fact, lesson] = await ingestAndWait(rest, alice, "evented", [
+        { text: "A fact that expires.", ttl_seconds: 5 },
+        { text: "A lesson that expires.", entry_type: "lesson", ttl_seconds: 5 },
+      ]);
+      advance(6);
+      expect(await server.engram.testHooks.expirySweep()).toBe(2);
+      await until("alice", (e) => e["type"] === "lesson.deleted");
+      const deleted = (received.get("alice") ?? []).filter((e) => e["type"] === "entry.deleted" || e["type"] === "lesson.deleted");
+      expect(deleted.map((e) => [e["type"], JSON.parse(String(e["payload"]))["entry_id"], JSON.parse(String(e["payload"]))["reason"]]).sort()).toEqual(
+        [["entry.deleted", fact, "expired"], ["lesson.deleted", lesson, "expired"]].sort(),
+      );
+      await ok(rest, RPC.remember, { session_id: "bob-marker", content: "marker" }, bob);
+      await until("bob", (e) => e["run_id"] === "bob-marker");
+      expect((received.get("bob") ?? []).filter((e) => e["type"] !== "subscribed").every((e) => e["run_id"] === "bob-marker")).toBe(true);
+    } finally {
+      for (const cancel of cancels) cancel();
+    }
   });
 });
