@@ -97,6 +97,21 @@ describe("expiry inputs", () => {
   });
 });
 
+describe("expiry times", () => {
+  it("take each entry out at its own time, in any order of writing", async () => {
+    const run = "staggered";
+    const ttls = [50, 10, 40, 20, 30];
+    const ids = await ingestAndWait(rest, alice, run, ttls.map((ttl) => ({ text: `Lives ${ttl} seconds.`, ttl_seconds: ttl })));
+    const alive = async (): Promise<string[]> => (await activity(alice, run)).map((e) => String(e["id"])).sort();
+    for (const elapsed of [10, 20, 30, 40, 50]) {
+      advance(10);
+      const expected = ids.filter((_, i) => (ttls[i] as number) > elapsed).sort();
+      expect(await alive(), `after ${elapsed} s`).toEqual(expected);
+      expect((await ok(rest, RPC.ingestStats, { run_id: run }, alice))["total_ingested"]).toBe(expected.length);
+    }
+  });
+});
+
 describe("an expired entry", () => {
   const run = "ephemeral";
   let expiring: string;
