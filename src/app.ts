@@ -219,6 +219,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     (owner, runId) => ({ agents: agentRegistry.deleteRunInTransaction(owner, runId), handoffs: handoffs.deleteRunInTransaction(owner, runId) }),
     (owner, runId) => ({ control_sessions: controlSessionStore.removeInTransaction(owner, runId) ? 1 : 0 }),
     (owner, runId) => ({ ...deletePlanningOfRun(storage, owner, runId) }),
+    (owner, runId) => ({ retention_policies: retention.removeInTransaction(owner, "run", runId) ? 1 : 0 }),
   ];
   const planning = new Planning({ storage, entries, writer, events });
   const coreEvents = new CoreEventBus();
@@ -229,6 +230,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore, runPlanes, (body) =>
     core.commitWithRunPurge((purgeRunNodes) => body((owner, runId) => ({ core_nodes: purgeRunNodes(owner, runId) }))),
     worksFor,
+    // The run's retention policy went with it: the in-memory mirror follows (its entries are hidden by the tombstone).
+    (owner, runId) => retention.applied(owner, "run", runId),
   );
   const expiryPurge = new ExpiryPurge({ storage, entries, index, events, logger, gate: background, worksFor, periodMs: config.retentionSweepMs });
   const retentionPolicies = new RetentionPolicies(storage, retention, index, memoryNow);

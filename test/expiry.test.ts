@@ -270,6 +270,14 @@ describe("retention policies", () => {
       "policy.rules[1].entry_type",
     );
     expectCode(await rest.call(RETENTION.set, { project_id: "prj_zz", policy: { rules: [{ entry_type: "fact", max_age_seconds: 5 }] } }, alice), "not_found", 404);
+
+    // Deleting the run deletes its policy: a new run of the same id keeps its facts.
+    const deleted = await ok(rest, "engram.v2.RunsService/DeleteRun", { run_id: run }, alice);
+    expect((deleted["erased"] as JsonObject)["retention_policies"]).toBe(1);
+    expect(await ok(rest, RETENTION.get, { run_id: run }, alice)).not.toHaveProperty("policy");
+    await ingestAndWait(rest, alice, run, [{ text: "A fact of the run's second life.", entry_type: "fact" }]);
+    advance(3601);
+    expect(await contents(alice, run)).toEqual(["A fact of the run's second life."]);
   });
 
   it("of a project apply to the runs whose control session names the project, under the run's own", async () => {

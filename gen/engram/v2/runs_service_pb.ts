@@ -234,7 +234,8 @@ export type DeleteRunResponse = Message<"engram.v2.DeleteRunResponse"> & {
    * deletion removed: `entries` (hidden at once, purged in the background),
    * `jobs`, `outcomes` (run and step outcomes), `links`, `agents`,
    * `handoffs`, `control_sessions`, `variables`, `concepts`, `goals`,
-   * `actions`, `cycles`, `core_nodes`; and `lessons_kept`, the global
+   * `actions`, `cycles`, `core_nodes`, `retention_policies` (the run's own,
+   * see SetRetentionPolicy); and `lessons_kept`, the global
    * lessons moved out of the run rather than deleted. Kinds with nothing to
    * remove read 0.
    *
@@ -821,7 +822,8 @@ export const RunsService: GenService<{
    * ingest jobs,
    * activity, archive blocks, checkpoints, variables, concepts, goals,
    * actions, registered agents, handoffs, feedback, outcomes, the control
-   * session, every link to or from the run, and the run's core data-plane
+   * session, the run's retention policy, every link to or from the run, and
+   * the run's core data-plane
    * nodes (each announced as `node.deleted` to core subscribers). Deleting a
    * run that does not exist is not an error: `deleted` is then false. Emits
    * `run.deleted` with the erasure receipt. Engram design: everything goes in
