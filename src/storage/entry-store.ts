@@ -1,5 +1,6 @@
 // Memory entries in LMDB: the record, its indexes, its postings, its vector and its lineage links, written, changed
-// and removed together in one transaction; deleted runs are hidden by a tombstone until purged.
+// and removed together in one transaction; deleted runs are hidden by a tombstone until purged, and expired entries
+// (entry-expiry.ts) by the memory's clock until the expiry purge removes them.
 import type { Storage } from "./database.js";
 import { lastSequence, perShardKey, reserveSequences, summedOverShards } from "./database.js";
 import type { Key } from "lmdb";
