@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-learning bench-load bench-limits bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
+.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-learning bench-load bench-limits bench-retention bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -76,6 +76,10 @@ bench-limits: build
 
 # Clustered mode on loopback: 3 nats-server and 3 Engram nodes beside a standalone server. Writes, replication lag,
 # reads over 1, 2 and 3 nodes, a fresh node catching up on CLUSTER_ENTRIES (default 100000) entries (see BENCHMARKS.md).
+# The retention purge at 100k entries: purge throughput and query latency while it runs (bench/retention.mjs).
+bench-retention: build
+	node bench/retention.mjs
+
 bench-cluster: build nats-server
 	node bench/cluster.mjs
 

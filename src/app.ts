@@ -99,6 +99,10 @@ import { adminService } from "./services/admin/admin-service.js";
 import { tenantService } from "./services/tenant/tenant-service.js";
 import { createTenantTransfer } from "./tenant/tenant-transfer.js";
 import { startConsole, type ConsoleServer } from "./console/console-server.js";
+import { RetentionStore } from "./storage/retention-store.js";
+import { EntryExpiry } from "./storage/entry-expiry.js";
+import { ExpiryPurge } from "./memory/expiry-purge.js";
+import { RetentionPolicies } from "./memory/retention-policies.js";
 
 export interface Engram {
   readonly port: number;
@@ -110,8 +114,10 @@ export interface Engram {
     fingerprint(): Record<string, string>;
     /** Holds ingest jobs and run purges at their next step until the returned function is called. */
     holdBackground(): () => void;
-    /** Resolves once no ingest job and no run purge is pending. */
+    /** Resolves once no ingest job, no run purge and no expiry sweep is pending. */
     backgroundIdle(): Promise<void>;
+    /** Purges the entries expired by the memory's clock now; resolves with how many it removed. */
+    expirySweep(): Promise<number>;
   };
   readonly readiness: Readiness;
   readonly metrics: Metrics;
@@ -142,7 +148,12 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const cluster = config.cluster === undefined ? undefined : await ClusterNode.join(config.cluster, storage, logger, (writes) => onReplayed(writes));
   const users = new UserStore(storage);
   const entries = new EntryStore(storage, config.trustPolicy);
+  // The memory's one clock and its retention policies: every lookup and every candidate judges expiry by them.
+  const memoryNow = options.memoryNow ?? Date.now;
+  const retention = new RetentionStore(storage);
+  entries.useExpiry(new EntryExpiry(memoryNow, retention));
   const controlSessionStore = new ControlSessionStore(storage, entries);
+  retention.useProjectOfRun((owner, runId) => controlSessionStore.get(owner, runId)?.projectId ?? "");
   const authenticator = new Authenticator(users, config.instanceTag, config.adminKey);
   await authenticator.bootstrap(config.dataDir, logger);
 
@@ -196,7 +207,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     directSearchEnabled: config.coreEnableDirectSearch,
     runLinks,
     trustPolicy: config.trustPolicy,
-    now: options.memoryNow ?? Date.now,
+    now: memoryNow,
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
   router.service(CoordinationService, coordinationService({ agents: agentRegistry, handoffs, liveness: { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs } }));
@@ -209,6 +220,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     (owner, runId) => ({ agents: agentRegistry.deleteRunInTransaction(owner, runId), handoffs: handoffs.deleteRunInTransaction(owner, runId) }),
     (owner, runId) => ({ control_sessions: controlSessionStore.removeInTransaction(owner, runId) ? 1 : 0 }),
     (owner, runId) => ({ ...deletePlanningOfRun(storage, owner, runId) }),
+    (owner, runId) => ({ retention_policies: retention.removeInTransaction(owner, "run", runId) ? 1 : 0 }),
   ];
   const planning = new Planning({ storage, entries, writer, events, trustPolicy: config.trustPolicy });
   const coreEvents = new CoreEventBus();
@@ -219,7 +231,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runDeletion = new RunDeletion(storage, entries, index, ingest, events, logger, background, outcomeStore, runPlanes, (body) =>
     core.commitWithRunPurge((purgeRunNodes) => body((owner, runId) => ({ core_nodes: purgeRunNodes(owner, runId) }))),
     worksFor,
+    // The run's retention policy went with it: the in-memory mirror follows (its entries are hidden by the tombstone).
+    (owner, runId) => retention.applied(owner, "run", runId),
   );
+  const expiryPurge = new ExpiryPurge({ storage, entries, index, events, logger, gate: background, worksFor, periodMs: config.retentionSweepMs });
+  const retentionPolicies = new RetentionPolicies(storage, retention, index, memoryNow);
   const builtinExtractor = new BuiltinExtractor();
   const reflector = new Reflector({
     storage,
@@ -232,10 +248,25 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     extractor: llm === undefined ? builtinExtractor : new LlmExtractor(llm, builtinExtractor, { timeoutMs: config.llm?.timeoutMs ?? 10_000 }),
   });
   const outcomes = new Outcomes({ storage, entries, catalog: index.catalog, store: outcomeStore, changes: learning, events, index });
-  router.service(SessionsService, sessionsService(new ControlSessions({ storage, entries, store: controlSessionStore, writer, reflector, events, trustPolicy: config.trustPolicy })));
+  router.service(
+    SessionsService,
+    sessionsService(
+      new ControlSessions({
+        storage,
+        entries,
+        store: controlSessionStore,
+        writer,
+        reflector,
+        events,
+        trustPolicy: config.trustPolicy,
+        projectLinked: (owner) => retentionPolicies.runProjectChanged(owner),
+      }),
+    ),
+  );
   router.service(LearningService, learningService({ storage, entries, index, changes, learning, reflector, outcomes, outcomeStore, runLinks }));
   router.service(EventsService, eventsService(events));
   router.service(RunsService, runsService({ memory: memoryDeps, deletion: runDeletion, directory: runDirectory, links: runLinks, sessionPhase: (owner, runId) => controlSessionStore.phaseOf(owner, runId),
+    retention: retentionPolicies, projectExists: (owner, projectId) => projects.exists(owner, projectId),
     planOf: (owner, runId) => ({ goals: goalsOfRun(planning, owner, runId), variables: variablesOfRun(planning, owner, runId) }),
   }));
   // One entry per core route family; each is a Partial<ServiceImpl<typeof CoreService>>.
@@ -312,6 +343,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   readiness.markReady();
   ingest.start();
   runDeletion.start();
+  expiryPurge.start();
   livenessWatch.start();
 
   return {
@@ -324,7 +356,9 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       backgroundIdle: async () => {
         await ingest.idle();
         await runDeletion.idle();
+        await expiryPurge.idle();
       },
+      expirySweep: () => expiryPurge.sweep(),
     },
     readiness,
     metrics,
@@ -341,6 +375,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       await ingest.stop();
       livenessWatch.stop();
       await runDeletion.stop();
+      await expiryPurge.stop();
       await cluster?.close();
       index.saveSparseSnapshot();
       index.close();

@@ -86,6 +86,7 @@ async function seed(key: string): Promise<void> {
     agent_id: "coder",
     activity: { type: "tool_call", payload: "Ran the canary script against staging: all checks green.", tool_name: "bash" },
   });
+  await rest(key, "control/retention/set", { run_id: RUN, policy: { rules: [{ entry_type: "trace", max_age_seconds: 2_592_000 }] } });
   await rest(key, "control/agents/register", { run_id: RUN, agent_id: "planner", role: "planner", capabilities: ["planning"] });
   await rest(key, "control/agents/register", { run_id: RUN, agent_id: "coder", role: "coder", capabilities: ["code", "deploy"] });
   await rest(key, "control/handoff", {
@@ -267,6 +268,9 @@ describe("web console in a real browser", () => {
     await visible(handoff);
     expect(await handoff.locator(".agent-chip").allTextContents()).toEqual(["planner", "coder"]);
     await visible(handoff.getByText("pending"));
+
+    const retention = page.getByRole("table", { name: "Retention policy of the run" });
+    await visible(retention.getByRole("row").filter({ hasText: "trace" }).filter({ hasText: "30 days" }));
     await shot(page, "run");
   }, 60_000);
 

@@ -9,6 +9,13 @@ export interface RunSummary {
   created_at: string;
   last_activity_at: string;
   session_phase: string;
+  /** The run's own retention policy; absent when it has none. */
+  retention?: RetentionPolicy;
+}
+
+export interface RetentionPolicy {
+  rules: { entry_type: string; max_age_seconds: string }[];
+  updated_at: string;
 }
 
 export interface ListRunsResponse {

@@ -45,6 +45,8 @@ export class ControlSessions {
   readonly #events: EventBus;
 
   readonly #trustPolicy: TrustPolicy;
+  /** Told when a run joins a project: the project's retention policy now applies to the run's entries. */
+  readonly #projectLinked: (owner: number) => void;
 
   constructor(deps: {
     storage: Storage;
@@ -54,8 +56,10 @@ export class ControlSessions {
     reflector: Reflector;
     events: EventBus;
     trustPolicy?: TrustPolicy;
+    projectLinked?: (owner: number) => void;
   }) {
     this.#trustPolicy = deps.trustPolicy ?? DEFAULT_TRUST_POLICY;
+    this.#projectLinked = deps.projectLinked ?? (() => undefined);
     this.#storage = deps.storage;
     this.#entries = deps.entries;
     this.#store = deps.store;
@@ -90,6 +94,7 @@ export class ControlSessions {
       this.#store.putInTransaction(created);
       return created;
     });
+    if (record.projectId !== "") this.#projectLinked(record.owner);
     this.#publish("session.created", record, { session_id: runId, agent_id: record.agentId, phase: "active" });
     return this.#view(record);
   }

@@ -17,6 +17,7 @@ import { LessonSituationIndex } from "../retrieval/lesson-situation-index.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
 import { VectorSpaces } from "./vector-spaces.js";
+import type { RetentionScope } from "../storage/retention-store.js";
 
 const EMBEDDER_META_KEY = "embedder_id";
 const REEMBED_BATCH = 512;
@@ -46,6 +47,8 @@ export class MemoryIndex {
   constructor(storage: Storage, entries: EntryStore, embedder: Embedder, logger: Logger) {
     this.#storage = storage;
     this.#entries = entries;
+    // One clock and one set of policies for the store's lookups and the catalog's candidates.
+    this.catalog.useExpiry(entries.expiry);
     this.embedder = embedder;
     this.#logger = logger;
     this.#snapshotFile = path.join(path.dirname(storage.dir), "sparse-postings.snapshot");
@@ -118,8 +121,10 @@ export class MemoryIndex {
       const seq = key as number;
       // Written before its terms and vector, removed after them: the catalog answers for the entry's owner.
       if (db === "entries") {
-        if (after === undefined) this.catalog.remove(seq);
-        else if (before === undefined) this.catalog.add(this.#entries.decode(after, seq));
+        if (after === undefined) {
+          this.catalog.remove(seq);
+          this.#entries.expiry.purged(seq);
+        } else if (before === undefined) this.catalog.add(this.#entries.decode(after, seq));
         else this.catalog.replace(this.#entries.decode(after, seq));
       } else if (db === "entryTerms") {
         if (before !== undefined) this.sparse.remove(seq, decodeTerms(seq, before));
@@ -127,6 +132,9 @@ export class MemoryIndex {
       } else if (db === "vectors") {
         if (after === undefined) this.dense.remove(seq);
         else this.dense.add(seq, vectorFromBytes(after as Uint8Array));
+      } else if (db === "retentionPolicies") {
+        const [owner, scope, scopeId] = key as [number, RetentionScope, string];
+        this.retentionChanged(owner, scope, scopeId);
       } else if (db === "runTombstones") {
         // A run deleted on another node: hidden here at once too; its purge's removals arrive as later commands.
         const [owner, runId] = key as [number, string];
@@ -159,8 +167,19 @@ export class MemoryIndex {
     return seqs.length;
   }
 
+  /**
+   * A retention policy of the owner changed (committed here, or replayed from another node): what the former policies
+   * expired stays expired, then every entry of the owner is judged by the new ones.
+   */
+  retentionChanged(owner: number, scope: RetentionScope, scopeId: string): void {
+    this.catalog.expireDue();
+    this.#entries.expiry.retention?.applied(owner, scope, scopeId);
+    this.catalog.reexpire(owner);
+  }
+
   /** The purge removed a hidden entry from LMDB: drop what the indexes still hold of it. */
   forgetHidden(seq: number, owner: number, termFreqs: ReadonlyMap<string, number>): void {
+    this.#entries.expiry.purged(seq);
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);
     this.spaces.remove(seq, owner);

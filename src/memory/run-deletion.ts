@@ -57,6 +57,8 @@ export class RunDeletion {
   readonly #transaction: DeletionTransaction;
   /** Whether this node purges the owner's runs (clustered: the owner's shard is one it serves). */
   readonly #worksFor: (owner: number) => boolean;
+  /** Told once a deletion is durable: in-memory mirrors of the planes' records (retention policies) follow it. */
+  readonly #committed: (owner: number, runId: string) => void;
 
   constructor(
     storage: Storage,
@@ -70,7 +72,9 @@ export class RunDeletion {
     planes: readonly RunPlanePurge[] = [],
     transaction?: DeletionTransaction,
     worksFor: (owner: number) => boolean = () => true,
+    committed: (owner: number, runId: string) => void = () => undefined,
   ) {
+    this.#committed = committed;
     this.#worksFor = worksFor;
     this.#planes = planes;
     this.#transaction = transaction ?? ((body) => storage.transaction(() => body(() => ({}))));
@@ -95,6 +99,7 @@ export class RunDeletion {
       outcomes: this.#outcomes.purgeRunInTransaction(owner, runId, OUTCOME_SLICE),
       others: [...this.#planes, purge].map((plane) => plane(owner, runId)),
     }));
+    this.#committed(owner, runId);
     for (const record of kept) {
       this.#index.catalog.replace(record);
       this.#events.publish({

@@ -39,6 +39,8 @@ export interface Config {
   readonly coreAllowAll: boolean;
   /** Routes opened one by one: `METHOD /path` or `/path`, `:param` segments, a trailing `*` for a prefix. */
   readonly coreAllowedRoutes: readonly string[];
+  /** How often expired entries are purged in the background (SERVICE_RETENTION_SWEEP_MS; 0: only on demand). */
+  readonly retentionSweepMs: number;
   /** An agent whose last heartbeat is this old reads `idle` (SERVICE_AGENT_IDLE_AFTER_MS). */
   readonly agentIdleAfterMs: number;
   /** An agent whose last heartbeat is this old reads `gone` (SERVICE_AGENT_GONE_AFTER_MS). */
@@ -286,6 +288,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxSubscriptionsPerKey: integer(env, "SERVICE_MAX_SUBSCRIPTIONS_PER_KEY", 64, 1, 1_000_000),
     maxSubscriptions: integer(env, "SERVICE_MAX_SUBSCRIPTIONS", 4096, 1, 1_000_000),
     coreAllowAll: bool(env, "SERVICE_CORE_ALLOW_ALL"),
+    retentionSweepMs: integer(env, "SERVICE_RETENTION_SWEEP_MS", 60_000, 0, 86_400_000),
     agentIdleAfterMs: integer(env, "SERVICE_AGENT_IDLE_AFTER_MS", 120_000, 0, 86_400_000),
     agentGoneAfterMs: integer(env, "SERVICE_AGENT_GONE_AFTER_MS", 1_800_000, 0, 2_592_000_000),
     ...consoleConfig(env, port),

@@ -4,6 +4,8 @@ import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
 import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
 import { ORIGINS, type Origin, type Trust } from "../storage/provenance.js";
+import type { EntryExpiry } from "../storage/entry-expiry.js";
+import { ExpiryQueue } from "./expiry-queue.js";
 
 const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
@@ -114,6 +116,10 @@ interface ColumnsPage extends Page {
   readonly learned: Float32Array;
   /** Origin and trust (see PROVENANCE_UNTRUSTED). */
   readonly provenance: Uint8Array;
+  /** The entry's own expiry (unix ms, 0: none), kept to judge it again when a retention policy changes. */
+  readonly ownExpiry: Float64Array;
+  /** When the entry expires, own expiry and retention policy together (unix ms, 0: never). */
+  readonly expiry: Float64Array;
 }
 
 const ROWS = PAGE_MASK + 1;
@@ -134,6 +140,8 @@ function columnsPage(): ColumnsPage {
     author: new Int32Array(ROWS),
     learned: new Float32Array(ROWS),
     provenance: new Uint8Array(ROWS),
+    ownExpiry: new Float64Array(ROWS),
+    expiry: new Float64Array(ROWS),
   };
 }
 
@@ -219,6 +227,82 @@ export class Catalog {
   #count = 0;
   #maxSeq = 0;
   readonly #observers: CatalogObserver[] = [];
+  /** Judges expiry; undefined (catalogs built outside a server) leaves every entry unexpired. */
+  #expiry: EntryExpiry | undefined;
+  /** When present entries expire, earliest first: `expireDue` pops what is due instead of scanning. */
+  readonly #due = new ExpiryQueue();
+
+  /**
+   * Judges expiry with this clock and these policies: an entry that is expired is never added (it awaits its purge),
+   * and one that expires later leaves every list and statistic at the first read after its time (`expireDue`).
+   */
+  useExpiry(expiry: EntryExpiry): void {
+    this.#expiry = expiry;
+    expiry.settleWith(() => this.expireDue());
+  }
+
+  /**
+   * Hides the entries whose time has come: each leaves every scope, list and statistic (run listings' counts too, via
+   * the observers) and is handed to the purge. Every list and statistic reader calls this first, so what is expired
+   * is never read; when nothing is due it costs a clock read and a comparison.
+   */
+  expireDue(): void {
+    const expiry = this.#expiry;
+    if (expiry === undefined || this.#due.size === 0) return;
+    const now = expiry.now();
+    if (this.#due.peekAt() > now) return;
+    const due: number[] = [];
+    while (this.#due.size > 0) {
+      const at = this.#due.peekAt();
+      if (at > now) break;
+      const seq = this.#due.pop();
+      const page = this.#columns.page(seq);
+      // A stale item: the entry left, or its expiry changed since it was queued.
+      if (page === undefined || !this.has(seq) || page.expiry[seq & PAGE_MASK] !== at) continue;
+      due.push(seq);
+    }
+    for (const seq of due) expiry.hide(seq);
+    this.removeAll(due);
+  }
+
+  /**
+   * An owner's retention policies changed: each of the owner's entries is judged again (what is due by the former
+   * policies expires first, so a relaxed policy never brings back what had already expired). Costs a pass over the
+   * owner's entries, typed-array reads only.
+   */
+  reexpire(owner: number): void {
+    const expiry = this.#expiry;
+    if (expiry === undefined) return;
+    this.expireDue();
+    for (const [key, seqs] of this.#byScope) {
+      if (!key.startsWith(`${owner}/`)) continue;
+      const runId = key.slice(key.indexOf("/") + 1);
+      for (const seq of seqs) {
+        const page = this.#columns.page(seq);
+        if (page === undefined) continue;
+        const row = seq & PAGE_MASK;
+        const at = expiry.expiryOf({ seq, owner, runId, typeIndex: page.type[row] as number, createdAt: page.created[row] as number, expiresAt: page.ownExpiry[row] as number });
+        if (at === page.expiry[row]) continue;
+        page.expiry[row] = at;
+        if (at !== 0) this.#due.push(at, seq);
+      }
+    }
+    // Changed expiries leave stale items behind: rebuilt once they outnumber the entries.
+    if (this.#due.size > 2 * this.#count + 1024) this.#rebuildDue();
+    this.expireDue();
+  }
+
+  #rebuildDue(): void {
+    const items: { at: number; seq: number }[] = [];
+    for (const [key, seqs] of this.#byScope) {
+      if (key.startsWith("*/")) continue;
+      for (const seq of seqs) {
+        const at = this.#columns.page(seq)?.expiry[seq & PAGE_MASK] ?? 0;
+        if (at !== 0) items.push({ at, seq });
+      }
+    }
+    this.#due.reset(items);
+  }
 
   /** Registers an observer; register it before the start-up load so it sees every entry. */
   observe(observer: CatalogObserver): void {
@@ -237,6 +321,7 @@ export class Catalog {
 
   /** Entries of every owner: storage statistics only, never a ranking input. */
   get count(): number {
+    this.expireDue();
     return this.#count;
   }
 
@@ -246,6 +331,7 @@ export class Catalog {
 
   /** The document statistics of one owner's entries. */
   documentStats(owner: number): DocumentStats {
+    this.expireDue();
     const documents = this.#documents.get(owner);
     if (documents === undefined) return { count: 0, averageTermCount: 0 };
     return { count: documents.count, averageTermCount: documents.count === 0 ? 0 : documents.terms / documents.count };
@@ -253,9 +339,21 @@ export class Catalog {
 
   add(record: EntryRecord): void {
     const seq = record.seq;
+    if (this.has(seq)) return;
+    const expiry = this.#expiry;
+    let expiresAt = record.expiresAt;
+    if (expiry !== undefined) {
+      expiresAt = expiry.expiryOf({ seq, owner: record.owner, runId: record.runId, typeIndex: ENTRY_TYPES.indexOf(record.entryType), createdAt: record.createdAt, expiresAt: record.expiresAt });
+      // Already expired (loaded at start-up, or replayed late): it awaits its purge and is never read.
+      if (expiry.isHidden(seq) || (expiresAt !== 0 && expiresAt <= expiry.now())) {
+        expiry.hide(seq);
+        return;
+      }
+    }
     const page = this.#columns.pageFor(seq);
     const row = seq & PAGE_MASK;
-    if ((page.flags[row] as number) & FLAG_PRESENT) return;
+    page.ownExpiry[row] = record.expiresAt;
+    page.expiry[row] = expiresAt;
     page.live++;
     const owner = record.owner;
     page.owner[row] = owner;
@@ -305,6 +403,11 @@ export class Catalog {
     this.#documents.set(owner, documents);
     this.#count++;
     this.#maxSeq = Math.max(this.#maxSeq, seq);
+    if (expiresAt !== 0) {
+      this.#due.push(expiresAt, seq);
+      // Updates queue their entry again: stale items are dropped once they outnumber the entries.
+      if (this.#due.size > 2 * this.#count + 1024) this.#rebuildDue();
+    }
     for (const observer of this.#observers) observer.added(record);
   }
 
@@ -481,26 +584,31 @@ export class Catalog {
 
   /** Owners with entries in a run, ascending: the owners an admin's read of the run spans. */
   runOwners(runId: string): number[] {
+    this.expireDue();
     return [...(this.#runOwners.get(runId)?.keys() ?? [])].sort((a, b) => a - b);
   }
 
   /** Seqs of one run: one owner's, or every owner's when `owner` is undefined (admins). Ascending. */
   runSeqs(owner: number | undefined, runId: string): readonly number[] {
+    this.expireDue();
     return this.#byScope.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
   }
 
   /** Seqs of a run's rules and lessons: one owner's, or every owner's when `owner` is undefined. Ascending. */
   knowledgeSeqs(owner: number | undefined, runId: string): readonly number[] {
+    this.expireDue();
     return this.#knowledge.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
   }
 
   /** Seqs of an owner's lessons and rules recalled beyond their run (global or auditioning). Ascending. */
   globalLessonSeqs(owner: number): readonly number[] {
+    this.expireDue();
     return this.#globalLessons.get(owner) ?? [];
   }
 
   /** Seqs of every lesson and rule of an owner, withheld ones included. Ascending. */
   lessonSeqs(owner: number): readonly number[] {
+    this.expireDue();
     return this.#lessonsByOwner.get(owner) ?? [];
   }
 
@@ -509,6 +617,7 @@ export class Catalog {
    * when `owner` is undefined; limited to some lanes when `lanes` is set), plus `globalLessonOwner`'s global lessons.
    */
   scopeMatcher(scopes: readonly RunScope[], globalLessonOwner: number | undefined): (seq: number) => boolean {
+    this.expireDue();
     const resolved = scopes.map((scope) => ({
       owner: scope.owner,
       run: this.#strings.lookup(scope.runId) ?? -1,
@@ -548,6 +657,7 @@ export class Catalog {
 
   /** A predicate applying the filters; built once per query so the hot loop only reads typed arrays. */
   matcher(filter: EntryFilter): (seq: number) => boolean {
+    this.expireDue();
     if (isUnfiltered(filter)) return (seq) => (this.#flagsOf(seq) & FLAG_PRESENT) !== 0;
     const types = filter.entryTypes === undefined ? undefined : new Set([...filter.entryTypes].map((t) => ENTRY_TYPES.indexOf(t)));
     const noUser = this.#strings.id("");

@@ -99,11 +99,13 @@ export class RunDirectory implements CatalogObserver {
 
   /** How many runs the owner has. */
   runCount(owner: number): number {
+    this.#catalog.expireDue();
     return this.#owners.get(owner)?.size ?? 0;
   }
 
   /** One of the owner's runs as a listing shows it; undefined when it holds no entry. */
   run(owner: number, runId: string): RunView | undefined {
+    this.#catalog.expireDue();
     const stats = this.#owners.get(owner)?.get(runId);
     if (stats === undefined) return undefined;
     return this.#view(owner, { runId, lastActivityAt: this.#catalog.createdAt(this.#newestSeq(owner, runId, stats)) }, stats);
@@ -114,6 +116,7 @@ export class RunDirectory implements CatalogObserver {
    * `limit` first after the cursor (a bounded insertion), so a page costs O(runs · log limit).
    */
   page(owner: number, limit: number, after: RunCursor | undefined): RunPage {
+    this.#catalog.expireDue();
     const runs = this.#owners.get(owner);
     if (runs === undefined) return { runs: [], total: 0, next: undefined };
     const kept: RunCursor[] = [];

@@ -127,6 +127,8 @@ export interface Databases {
   readonly skillNames: LmdbDatabase<unknown, Key>;
   /** [owner, kind, source_id] → target id: what each line of a tenant import created (src/tenant/import-ids.ts) */
   readonly importIds: LmdbDatabase<string, Key>;
+  /** [owner, scope kind, scope id] → RetentionPolicyRecord: how long entries of each type are kept (retention-store.ts) */
+  readonly retentionPolicies: LmdbDatabase<unknown, Key>;
 }
 
 /** LMDB name of each database; values are msgpack unless the database is listed in BINARY_DATABASES. */
@@ -185,6 +187,7 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   skillVersions: "resource_skill_versions",
   skillNames: "resource_skill_names",
   importIds: "tenant_import_ids",
+  retentionPolicies: "retention_policies",
 };
 
 const BINARY_DATABASES: ReadonlySet<keyof Databases> = new Set(["vectors", "nodeVectors", "spaceVectors"]);

@@ -1,5 +1,6 @@
 // Memory entries in LMDB: the record, its indexes, its postings, its vector and its lineage links, written, changed
-// and removed together in one transaction; deleted runs are hidden by a tombstone until purged.
+// and removed together in one transaction; deleted runs are hidden by a tombstone until purged, and expired entries
+// (entry-expiry.ts) by the memory's clock until the expiry purge removes them.
 import type { Storage } from "./database.js";
 import { lastSequence, perShardKey, reserveSequences, summedOverShards } from "./database.js";
 import type { Key } from "lmdb";
@@ -9,6 +10,7 @@ import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, t
 
 import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
 import { DEFAULT_TRUST_POLICY, type TrustPolicy } from "./provenance.js";
+import { EntryExpiry } from "./entry-expiry.js";
 
 export * from "./entry-record.js";
 export { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
@@ -103,6 +105,8 @@ export class EntryStore {
    * a tombstone are invisible to every read from the moment the deletion commits; the purge removes them in slices.
    */
   readonly #tombstones = new Map<string, number>();
+  /** Judges expiry (own TTL, retention policies) on the memory's clock; by default only an entry's own expiry counts. */
+  #expiry = new EntryExpiry(Date.now);
 
   /** Gives records written before provenance existed the trust of their origin (see decodeEntry). */
   readonly #trustPolicy: TrustPolicy;
@@ -121,7 +125,7 @@ export class EntryStore {
    * Writes entries with their indexes, postings and vectors, and supersedes older entries with the same upsert key.
    * Must run inside a write transaction, so that callers can commit other records (a job's state) atomically with it.
    */
-  writeInTransaction(prepared: readonly PreparedEntry[], now = Date.now()): WrittenEntry[] {
+  writeInTransaction(prepared: readonly PreparedEntry[], now = this.#expiry.now()): WrittenEntry[] {
     const { dbs } = this.#storage;
     if (prepared.length === 0) return [];
     const seqs = reserveSequences(dbs.meta, "entry", prepared.length);
@@ -189,7 +193,7 @@ export class EntryStore {
     patch: EntryPatch,
     by: ChangeAttribution,
     reindex?: Reindex,
-    now = Date.now(),
+    now = this.#expiry.now(),
     /** Events describing the change as a whole (an outcome, a promotion), recorded after the per-field ones. */
     extraAudit: readonly EntryAuditEvent[] = [],
   ): UpdatedEntry | undefined {
@@ -245,7 +249,7 @@ export class EntryStore {
    * spaces), reference, upsert key and lineage links; entries derived from it are marked for review. Call inside a
    * write transaction. Returns undefined when the entry does not exist.
    */
-  deleteInTransaction(seq: number, now = Date.now()): DeletedEntry | undefined {
+  deleteInTransaction(seq: number, now = this.#expiry.now()): DeletedEntry | undefined {
     const record = this.#read(seq);
     if (record === undefined) return undefined;
     const { dbs } = this.#storage;
@@ -286,7 +290,7 @@ export class EntryStore {
    * promoted beyond the run outlives it. When it was derived from entries of that run, it is marked for review
    * (`source_deleted`). Call inside a write transaction, before the run's tombstone. Undefined when absent.
    */
-  rehomeInTransaction(seq: number, reason: string, now = Date.now()): EntryRecord | undefined {
+  rehomeInTransaction(seq: number, reason: string, now = this.#expiry.now()): EntryRecord | undefined {
     const before = this.get(seq);
     if (before === undefined || before.runId === "") return undefined;
     const { dbs } = this.#storage;
@@ -368,10 +372,27 @@ export class EntryStore {
     return maxSeq !== undefined && record.seq <= maxSeq;
   }
 
-  /** The entry with this seq, unless deleted. Seqs come from scoped indexes; lookups by id go through `find`. */
+  /** Judges expiry with this clock and these retention policies from now on (start-up wiring). */
+  useExpiry(expiry: EntryExpiry): void {
+    this.#expiry = expiry;
+  }
+
+  get expiry(): EntryExpiry {
+    return this.#expiry;
+  }
+
+  /**
+   * The entry with this seq, unless deleted or expired. Seqs come from scoped indexes; lookups by id go through `find`.
+   */
   get(seq: number): EntryRecord | undefined {
     const record = this.#read(seq);
-    return record === undefined || this.#isTombstoned(record) ? undefined : record;
+    return record === undefined || this.#isTombstoned(record) || this.#expiry.isExpired(record) ? undefined : record;
+  }
+
+  /** The owner of a stored entry, expired or not (what the expiry purge needs); undefined when gone or its run deleted. */
+  ownerOfStored(seq: number): number | undefined {
+    const record = this.#read(seq);
+    return record === undefined || this.#isTombstoned(record) ? undefined : record.owner;
   }
 
   /** The entry with this id (or reference id), when the reader may see it; undefined otherwise, whoever owns it. */
@@ -466,11 +487,15 @@ export class EntryStore {
   /**
    * Sequence numbers of the entries a reader may see, in one run or across runs, in write order (or reverse),
    * starting after `afterSeq` when given. `owner` undefined reads every owner's entries (admins). Entries of
-   * deleted runs awaiting their purge are skipped.
+   * deleted runs awaiting their purge, and expired entries awaiting theirs, are skipped.
    */
   *visibleSeqs(owner: number | undefined, runId: string | undefined, reverse: boolean, afterSeq?: number): Generator<number> {
     const hidden = this.#hiddenIn(owner, runId);
+    const expiry = this.#expiry;
+    expiry.settle();
     for (const seq of this.#storedSeqs(owner, runId, reverse, afterSeq)) {
+      // Expired entries awaiting their purge: a set lookup, no record read.
+      if (expiry.pendingCount > 0 && expiry.isHidden(seq)) continue;
       // Reading a record to learn its run costs ~1 µs: a scan of a large run would hold the event loop for seconds.
       if (hidden === "none" || (typeof hidden === "number" ? seq > hidden : this.get(seq) !== undefined)) yield seq;
     }

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startEngram, type Engram } from "../../src/app.js";
+import { startEngram, type Engram, type StartOptions } from "../../src/app.js";
 import { loadConfig } from "../../src/platform/config.js";
 import { createLogger } from "../../src/platform/logger.js";
 import { mintApiKey } from "../../src/auth/api-key.js";
@@ -48,7 +48,7 @@ export function tempDataDir(): string {
  * Starts a server with a fresh SERVICE_ADMIN_KEY unless the caller passes one, or passes "" to exercise the
  * first-start bootstrap that writes admin.key.
  */
-export async function startTestServer(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, dataDir = tempDataDir(), options: StartOptions = {}): Promise<TestServer> {
   const config = loadConfig({
     SERVICE_ADMIN_KEY: mintApiKey(env["SERVICE_INSTANCE_TAG"] ?? "local").key,
     SERVICE_PORT: "0",
@@ -61,7 +61,7 @@ export async function startTestServer(env: Record<string, string> = {}, dataDir 
     ...(env["SERVICE_CLUSTER_NATS_URL"] === undefined ? clusteredEnv(env["SERVICE_DATA_DIR"] ?? dataDir) : {}),
     ...env,
   });
-  const engram = await startEngram(config, { logger: createLogger(process.env["ENGRAM_TEST_LOG"] ?? "silent") });
+  const engram = await startEngram(config, { logger: createLogger(process.env["ENGRAM_TEST_LOG"] ?? "silent"), ...options });
   const adminKey = config.adminKey ?? fs.readFileSync(path.join(dataDir, "admin.key"), "utf8").trim();
   return {
     engram,

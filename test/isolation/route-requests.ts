@@ -52,6 +52,10 @@ const SHAPES: Readonly<Record<string, RequestShape>> = {
   "LearningService.UpdateLesson": { base: { importance: "high", reason: "probe" }, onlyWhenProbed: ["lane"] },
   "LearningService.RecordOutcome": { base: { outcome: "success", rationale: "probe" }, onlyWhenProbed: ["idempotency_key"] },
   "LearningService.RecordStepOutcome": { base: { step_name: "probe step", outcome: "success" } },
+  // A retention policy names a run or a project, never both: each is sent only when probed (neither: the owner's).
+  "RunsService.SetRetentionPolicy": { base: { policy: { rules: [{ entry_type: "trace", max_age_seconds: 86400 }] } }, onlyWhenProbed: ["run_id", "project_id"] },
+  "RunsService.GetRetentionPolicy": { onlyWhenProbed: ["run_id", "project_id"] },
+  "RunsService.ClearRetentionPolicy": { onlyWhenProbed: ["run_id", "project_id"] },
   "CoordinationService.RegisterAgent": { base: { role: "worker" } },
   "CoordinationService.AgentHeartbeat": { base: { status: "busy" } },
   "CoordinationService.CreateHandoff": { base: { content: "probe handoff" } },

@@ -8,7 +8,7 @@ import { BarRows, type Tone } from "../components/bar";
 import { Table } from "../components/table";
 import { Time } from "../components/time";
 import { href } from "../router";
-import type { ActivityEntry, AgentIdentity, Handoff, IngestStats, ListActivityResponse } from "../types";
+import type { ActivityEntry, AgentIdentity, Handoff, IngestStats, ListActivityResponse, RetentionPolicy } from "../types";
 
 const ENTRY_TYPES = ["fact", "lesson", "rule", "trace", "working_memory", "archive_block", "checkpoint"];
 
@@ -27,6 +27,7 @@ export function RunDetailPage({ runId }: { runId: string }) {
         <RunCounts runId={runId} />
         <Agents runId={runId} />
       </div>
+      <Retention runId={runId} />
       <Handoffs runId={runId} />
       <Timeline runId={runId} />
     </section>
@@ -52,6 +53,41 @@ function RunCounts({ runId }: { runId: string }) {
             </>
           );
         }}
+      </Async>
+    </article>
+  );
+}
+
+/** A retention limit as people read it: whole days, hours or minutes when it is one, else seconds. */
+function ageText(seconds: number): string {
+  for (const [unit, size] of [["day", 86_400], ["hour", 3_600], ["minute", 60]] as const) {
+    if (seconds % size === 0) return `${seconds / size} ${unit}${seconds === size ? "" : "s"}`;
+  }
+  return `${seconds} seconds`;
+}
+
+function Retention({ runId }: { runId: string }) {
+  const policy = useAsync(() => postV2<{ policy?: RetentionPolicy }>("control/retention/get", { run_id: runId }), [runId]);
+  return (
+    <article class="card" aria-label="Retention">
+      <h2>Retention</h2>
+      <Async state={policy}>
+        {(data) =>
+          data.policy === undefined ? (
+            <p class="muted">No retention policy of its own: entries are kept unless the project's or the owner's policy limits them.</p>
+          ) : (
+            <Table
+              label="Retention policy of the run"
+              rows={data.policy.rules}
+              rowKey={(rule) => rule.entry_type}
+              empty="No rule."
+              columns={[
+                { header: "Entry type", cell: (rule) => <TypeBadge type={rule.entry_type} /> },
+                { header: "Kept for", cell: (rule) => ageText(Number(rule.max_age_seconds)) },
+              ]}
+            />
+          )
+        }
       </Async>
     </article>
   );

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file engram/v2/runs_service.proto.
  */
 export const file_engram_v2_runs_service: GenFile = /*@__PURE__*/
-  fileDesc("ChxlbmdyYW0vdjIvcnVuc19zZXJ2aWNlLnByb3RvEgllbmdyYW0udjIiNAoPTGlzdFJ1bnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiZwoQTGlzdFJ1bnNSZXNwb25zZRIjCgRydW5zGAEgAygLMhUuZW5ncmFtLnYyLlJ1blN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhUKDXRvdGFsX3Zpc2libGUYAyABKA0iNwoOTGlua1J1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDWxpbmtlZF9ydW5faWQYAiABKAkiRQoPTGlua1J1blJlc3BvbnNlEg4KBmxpbmtlZBgBIAEoCBIiCgVzY29wZRgCIAEoCzITLmVuZ3JhbS52Mi5SdW5TY29wZSI5ChBVbmxpbmtSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIVCg1saW5rZWRfcnVuX2lkGAIgASgJIkkKEVVubGlua1J1blJlc3BvbnNlEhAKCHVubGlua2VkGAEgASgIEiIKBXNjb3BlGAIgASgLMhMuZW5ncmFtLnYyLlJ1blNjb3BlIiIKEERlbGV0ZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIo0BChFEZWxldGVSdW5SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIEjgKBmVyYXNlZBgCIAMoCzIoLmVuZ3JhbS52Mi5EZWxldGVSdW5SZXNwb25zZS5FcmFzZWRFbnRyeRotCgtFcmFzZWRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBIpkBChlHZXRDb250ZXh0U25hcHNob3RSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIjChZpbmNsdWRlX3dvcmtpbmdfbWVtb3J5GAIgASgISACIAQESGgoNaW5jbHVkZV9nb2FscxgDIAEoCEgBiAEBQhkKF19pbmNsdWRlX3dvcmtpbmdfbWVtb3J5QhAKDl9pbmNsdWRlX2dvYWxzIkoKGkdldENvbnRleHRTbmFwc2hvdFJlc3BvbnNlEiwKCHNuYXBzaG90GAEgASgLMhouZW5ncmFtLnYyLkNvbnRleHRTbmFwc2hvdCKTAgoKUnVuU3VtbWFyeRIOCgZydW5faWQYASABKAkSEwoLZW50cnlfY291bnQYAiABKA0SPAoMZW50cnlfY291bnRzGAMgAygLMiYuZW5ncmFtLnYyLlJ1blN1bW1hcnkuRW50cnlDb3VudHNFbnRyeRIWCg5saW5rZWRfcnVuX2lkcxgEIAMoCRIRCglhZ2VudF9pZHMYBSADKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIYChBsYXN0X2FjdGl2aXR5X2F0GAcgASgJEhUKDXNlc3Npb25fcGhhc2UYCCABKAkaMgoQRW50cnlDb3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBIjIKCFJ1blNjb3BlEg4KBnJ1bl9pZBgBIAEoCRIWCg5saW5rZWRfcnVuX2lkcxgCIAMoCSLQAQoPQ29udGV4dFNuYXBzaG90Eg4KBnJ1bl9pZBgBIAEoCRIwCg53b3JraW5nX21lbW9yeRgCIAEoCzIYLmVuZ3JhbS52Mi5Xb3JraW5nTWVtb3J5EisKCWF0dGVudGlvbhgDIAMoCzIYLmVuZ3JhbS52Mi5BdHRlbnRpb25JdGVtEh4KBWdvYWxzGAQgAygLMg8uZW5ncmFtLnYyLkdvYWwSGAoQbGFzdF9hY3Rpdml0eV9hdBgFIAEoCRIUCgxnZW5lcmF0ZWRfYXQYBiABKAkiYgoNV29ya2luZ01lbW9yeRImCgl2YXJpYWJsZXMYASADKAsyEy5lbmdyYW0udjIuVmFyaWFibGUSKQoHZW50cmllcxgCIAMoCzIYLmVuZ3JhbS52Mi5RdWVyeUV2aWRlbmNlIkgKDUF0dGVudGlvbkl0ZW0SDgoGcmVhc29uGAEgASgJEicKBWVudHJ5GAIgASgLMhguZW5ncmFtLnYyLlF1ZXJ5RXZpZGVuY2UytAQKC1J1bnNTZXJ2aWNlEl0KCExpc3RSdW5zEhouZW5ncmFtLnYyLkxpc3RSdW5zUmVxdWVzdBobLmVuZ3JhbS52Mi5MaXN0UnVuc1Jlc3BvbnNlIhiC0+STAhISEC92Mi9jb250cm9sL3J1bnMSYgoHTGlua1J1bhIZLmVuZ3JhbS52Mi5MaW5rUnVuUmVxdWVzdBoaLmVuZ3JhbS52Mi5MaW5rUnVuUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YyL2NvbnRyb2wvcnVucy9saW5rEmoKCVVubGlua1J1bhIbLmVuZ3JhbS52Mi5VbmxpbmtSdW5SZXF1ZXN0GhwuZW5ncmFtLnYyLlVubGlua1J1blJlc3BvbnNlIiKC0+STAhw6ASoiFy92Mi9jb250cm9sL3J1bnMvdW5saW5rEmkKCURlbGV0ZVJ1bhIbLmVuZ3JhbS52Mi5EZWxldGVSdW5SZXF1ZXN0GhwuZW5ncmFtLnYyLkRlbGV0ZVJ1blJlc3BvbnNlIiGC0+STAhs6ASoiFi92Mi9jb250cm9sL2RlbGV0ZV9ydW4SigEKEkdldENvbnRleHRTbmFwc2hvdBIkLmVuZ3JhbS52Mi5HZXRDb250ZXh0U25hcHNob3RSZXF1ZXN0GiUuZW5ncmFtLnYyLkdldENvbnRleHRTbmFwc2hvdFJlc3BvbnNlIieC0+STAiE6ASoiHC92Mi9jb250cm9sL2NvbnRleHQvc25hcHNob3RiBnByb3RvMw", [file_engram_v2_memory_service, file_engram_v2_planning_service, file_google_api_annotations]);
+  fileDesc("ChxlbmdyYW0vdjIvcnVuc19zZXJ2aWNlLnByb3RvEgllbmdyYW0udjIiNAoPTGlzdFJ1bnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhIKCnBhZ2VfdG9rZW4YAiABKAkiZwoQTGlzdFJ1bnNSZXNwb25zZRIjCgRydW5zGAEgAygLMhUuZW5ncmFtLnYyLlJ1blN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhUKDXRvdGFsX3Zpc2libGUYAyABKA0iNwoOTGlua1J1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhUKDWxpbmtlZF9ydW5faWQYAiABKAkiRQoPTGlua1J1blJlc3BvbnNlEg4KBmxpbmtlZBgBIAEoCBIiCgVzY29wZRgCIAEoCzITLmVuZ3JhbS52Mi5SdW5TY29wZSI5ChBVbmxpbmtSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIVCg1saW5rZWRfcnVuX2lkGAIgASgJIkkKEVVubGlua1J1blJlc3BvbnNlEhAKCHVubGlua2VkGAEgASgIEiIKBXNjb3BlGAIgASgLMhMuZW5ncmFtLnYyLlJ1blNjb3BlIiIKEERlbGV0ZVJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJIo0BChFEZWxldGVSdW5SZXNwb25zZRIPCgdkZWxldGVkGAEgASgIEjgKBmVyYXNlZBgCIAMoCzIoLmVuZ3JhbS52Mi5EZWxldGVSdW5SZXNwb25zZS5FcmFzZWRFbnRyeRotCgtFcmFzZWRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKA06AjgBIpkBChlHZXRDb250ZXh0U25hcHNob3RSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIjChZpbmNsdWRlX3dvcmtpbmdfbWVtb3J5GAIgASgISACIAQESGgoNaW5jbHVkZV9nb2FscxgDIAEoCEgBiAEBQhkKF19pbmNsdWRlX3dvcmtpbmdfbWVtb3J5QhAKDl9pbmNsdWRlX2dvYWxzIkoKGkdldENvbnRleHRTbmFwc2hvdFJlc3BvbnNlEiwKCHNuYXBzaG90GAEgASgLMhouZW5ncmFtLnYyLkNvbnRleHRTbmFwc2hvdCLCAgoKUnVuU3VtbWFyeRIOCgZydW5faWQYASABKAkSEwoLZW50cnlfY291bnQYAiABKA0SPAoMZW50cnlfY291bnRzGAMgAygLMiYuZW5ncmFtLnYyLlJ1blN1bW1hcnkuRW50cnlDb3VudHNFbnRyeRIWCg5saW5rZWRfcnVuX2lkcxgEIAMoCRIRCglhZ2VudF9pZHMYBSADKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIYChBsYXN0X2FjdGl2aXR5X2F0GAcgASgJEhUKDXNlc3Npb25fcGhhc2UYCCABKAkSLQoJcmV0ZW50aW9uGAkgASgLMhouZW5ncmFtLnYyLlJldGVudGlvblBvbGljeRoyChBFbnRyeUNvdW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoDToCOAEiMgoIUnVuU2NvcGUSDgoGcnVuX2lkGAEgASgJEhYKDmxpbmtlZF9ydW5faWRzGAIgAygJItABCg9Db250ZXh0U25hcHNob3QSDgoGcnVuX2lkGAEgASgJEjAKDndvcmtpbmdfbWVtb3J5GAIgASgLMhguZW5ncmFtLnYyLldvcmtpbmdNZW1vcnkSKwoJYXR0ZW50aW9uGAMgAygLMhguZW5ncmFtLnYyLkF0dGVudGlvbkl0ZW0SHgoFZ29hbHMYBCADKAsyDy5lbmdyYW0udjIuR29hbBIYChBsYXN0X2FjdGl2aXR5X2F0GAUgASgJEhQKDGdlbmVyYXRlZF9hdBgGIAEoCSJiCg1Xb3JraW5nTWVtb3J5EiYKCXZhcmlhYmxlcxgBIAMoCzITLmVuZ3JhbS52Mi5WYXJpYWJsZRIpCgdlbnRyaWVzGAIgAygLMhguZW5ncmFtLnYyLlF1ZXJ5RXZpZGVuY2UiSAoNQXR0ZW50aW9uSXRlbRIOCgZyZWFzb24YASABKAkSJwoFZW50cnkYAiABKAsyGC5lbmdyYW0udjIuUXVlcnlFdmlkZW5jZSJOCg9SZXRlbnRpb25Qb2xpY3kSJwoFcnVsZXMYASADKAsyGC5lbmdyYW0udjIuUmV0ZW50aW9uUnVsZRISCgp1cGRhdGVkX2F0GAIgASgJIjwKDVJldGVudGlvblJ1bGUSEgoKZW50cnlfdHlwZRgBIAEoCRIXCg9tYXhfYWdlX3NlY29uZHMYAiABKAMiawoZU2V0UmV0ZW50aW9uUG9saWN5UmVxdWVzdBIOCgZydW5faWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCRIqCgZwb2xpY3kYAyABKAsyGi5lbmdyYW0udjIuUmV0ZW50aW9uUG9saWN5IkgKGlNldFJldGVudGlvblBvbGljeVJlc3BvbnNlEioKBnBvbGljeRgBIAEoCzIaLmVuZ3JhbS52Mi5SZXRlbnRpb25Qb2xpY3kiPwoZR2V0UmV0ZW50aW9uUG9saWN5UmVxdWVzdBIOCgZydW5faWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSJIChpHZXRSZXRlbnRpb25Qb2xpY3lSZXNwb25zZRIqCgZwb2xpY3kYASABKAsyGi5lbmdyYW0udjIuUmV0ZW50aW9uUG9saWN5IkEKG0NsZWFyUmV0ZW50aW9uUG9saWN5UmVxdWVzdBIOCgZydW5faWQYASABKAkSEgoKcHJvamVjdF9pZBgCIAEoCSIvChxDbGVhclJldGVudGlvblBvbGljeVJlc3BvbnNlEg8KB2NsZWFyZWQYASABKAgy2gcKC1J1bnNTZXJ2aWNlEl0KCExpc3RSdW5zEhouZW5ncmFtLnYyLkxpc3RSdW5zUmVxdWVzdBobLmVuZ3JhbS52Mi5MaXN0UnVuc1Jlc3BvbnNlIhiC0+STAhISEC92Mi9jb250cm9sL3J1bnMSYgoHTGlua1J1bhIZLmVuZ3JhbS52Mi5MaW5rUnVuUmVxdWVzdBoaLmVuZ3JhbS52Mi5MaW5rUnVuUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YyL2NvbnRyb2wvcnVucy9saW5rEmoKCVVubGlua1J1bhIbLmVuZ3JhbS52Mi5VbmxpbmtSdW5SZXF1ZXN0GhwuZW5ncmFtLnYyLlVubGlua1J1blJlc3BvbnNlIiKC0+STAhw6ASoiFy92Mi9jb250cm9sL3J1bnMvdW5saW5rEmkKCURlbGV0ZVJ1bhIbLmVuZ3JhbS52Mi5EZWxldGVSdW5SZXF1ZXN0GhwuZW5ncmFtLnYyLkRlbGV0ZVJ1blJlc3BvbnNlIiGC0+STAhs6ASoiFi92Mi9jb250cm9sL2RlbGV0ZV9ydW4SigEKEkdldENvbnRleHRTbmFwc2hvdBIkLmVuZ3JhbS52Mi5HZXRDb250ZXh0U25hcHNob3RSZXF1ZXN0GiUuZW5ncmFtLnYyLkdldENvbnRleHRTbmFwc2hvdFJlc3BvbnNlIieC0+STAiE6ASoiHC92Mi9jb250cm9sL2NvbnRleHQvc25hcHNob3QShwEKElNldFJldGVudGlvblBvbGljeRIkLmVuZ3JhbS52Mi5TZXRSZXRlbnRpb25Qb2xpY3lSZXF1ZXN0GiUuZW5ncmFtLnYyLlNldFJldGVudGlvblBvbGljeVJlc3BvbnNlIiSC0+STAh46ASoiGS92Mi9jb250cm9sL3JldGVudGlvbi9zZXQShwEKEkdldFJldGVudGlvblBvbGljeRIkLmVuZ3JhbS52Mi5HZXRSZXRlbnRpb25Qb2xpY3lSZXF1ZXN0GiUuZW5ncmFtLnYyLkdldFJldGVudGlvblBvbGljeVJlc3BvbnNlIiSC0+STAh46ASoiGS92Mi9jb250cm9sL3JldGVudGlvbi9nZXQSjwEKFENsZWFyUmV0ZW50aW9uUG9saWN5EiYuZW5ncmFtLnYyLkNsZWFyUmV0ZW50aW9uUG9saWN5UmVxdWVzdBonLmVuZ3JhbS52Mi5DbGVhclJldGVudGlvblBvbGljeVJlc3BvbnNlIiaC0+STAiA6ASoiGy92Mi9jb250cm9sL3JldGVudGlvbi9jbGVhcmIGcHJvdG8z", [file_engram_v2_memory_service, file_engram_v2_planning_service, file_google_api_annotations]);
 
 /**
  * Request of ListRuns. Over HTTP the fields are query parameters, e.g.
@@ -234,7 +234,8 @@ export type DeleteRunResponse = Message<"engram.v2.DeleteRunResponse"> & {
    * deletion removed: `entries` (hidden at once, purged in the background),
    * `jobs`, `outcomes` (run and step outcomes), `links`, `agents`,
    * `handoffs`, `control_sessions`, `variables`, `concepts`, `goals`,
-   * `actions`, `cycles`, `core_nodes`; and `lessons_kept`, the global
+   * `actions`, `cycles`, `core_nodes`, `retention_policies` (the run's own,
+   * see SetRetentionPolicy); and `lessons_kept`, the global
    * lessons moved out of the run rather than deleted. Kinds with nothing to
    * remove read 0.
    *
@@ -374,6 +375,15 @@ export type RunSummary = Message<"engram.v2.RunSummary"> & {
    * @generated from field: string session_phase = 8;
    */
   sessionPhase: string;
+
+  /**
+   * Engram design: the run's own retention policy (see
+   * SetRetentionPolicy); absent when the run has none (a project's or the
+   * caller's policy may still apply).
+   *
+   * @generated from field: engram.v2.RetentionPolicy retention = 9;
+   */
+  retention?: RetentionPolicy | undefined;
 };
 
 /**
@@ -531,6 +541,219 @@ export const AttentionItemSchema: GenMessage<AttentionItem> = /*@__PURE__*/
   messageDesc(file_engram_v2_runs_service, 14);
 
 /**
+ * Engram design: how long entries are kept, per entry type.
+ *
+ * @generated from message engram.v2.RetentionPolicy
+ */
+export type RetentionPolicy = Message<"engram.v2.RetentionPolicy"> & {
+  /**
+   * One rule per entry type; types without a rule are kept.
+   *
+   * @generated from field: repeated engram.v2.RetentionRule rules = 1;
+   */
+  rules: RetentionRule[];
+
+  /**
+   * Output only: RFC 3339 time the policy was last set.
+   *
+   * @generated from field: string updated_at = 2;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message engram.v2.RetentionPolicy.
+ * Use `create(RetentionPolicySchema)` to create a new message.
+ */
+export const RetentionPolicySchema: GenMessage<RetentionPolicy> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 15);
+
+/**
+ * Engram design: one entry type's limit.
+ *
+ * @generated from message engram.v2.RetentionRule
+ */
+export type RetentionRule = Message<"engram.v2.RetentionRule"> & {
+  /**
+   * `fact`, `lesson`, `rule`, `trace`, `working_memory`, `archive_block` or
+   * `checkpoint`.
+   *
+   * @generated from field: string entry_type = 1;
+   */
+  entryType: string;
+
+  /**
+   * Entries of the type are expired this many seconds after they were
+   * written: 1 to 3153600000 (100 years).
+   *
+   * @generated from field: int64 max_age_seconds = 2;
+   */
+  maxAgeSeconds: bigint;
+};
+
+/**
+ * Describes the message engram.v2.RetentionRule.
+ * Use `create(RetentionRuleSchema)` to create a new message.
+ */
+export const RetentionRuleSchema: GenMessage<RetentionRule> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 16);
+
+/**
+ * Request of SetRetentionPolicy.
+ *
+ * @generated from message engram.v2.SetRetentionPolicyRequest
+ */
+export type SetRetentionPolicyRequest = Message<"engram.v2.SetRetentionPolicyRequest"> & {
+  /**
+   * The run the policy is for; empty with an empty `project_id`: the
+   * caller's default for every run.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * The project the policy is for (`prj_…`); not with `run_id`.
+   *
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+
+  /**
+   * The policy. Required, with at least one rule.
+   *
+   * @generated from field: engram.v2.RetentionPolicy policy = 3;
+   */
+  policy?: RetentionPolicy | undefined;
+};
+
+/**
+ * Describes the message engram.v2.SetRetentionPolicyRequest.
+ * Use `create(SetRetentionPolicyRequestSchema)` to create a new message.
+ */
+export const SetRetentionPolicyRequestSchema: GenMessage<SetRetentionPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 17);
+
+/**
+ * Response of SetRetentionPolicy.
+ *
+ * @generated from message engram.v2.SetRetentionPolicyResponse
+ */
+export type SetRetentionPolicyResponse = Message<"engram.v2.SetRetentionPolicyResponse"> & {
+  /**
+   * The policy as stored.
+   *
+   * @generated from field: engram.v2.RetentionPolicy policy = 1;
+   */
+  policy?: RetentionPolicy | undefined;
+};
+
+/**
+ * Describes the message engram.v2.SetRetentionPolicyResponse.
+ * Use `create(SetRetentionPolicyResponseSchema)` to create a new message.
+ */
+export const SetRetentionPolicyResponseSchema: GenMessage<SetRetentionPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 18);
+
+/**
+ * Request of GetRetentionPolicy.
+ *
+ * @generated from message engram.v2.GetRetentionPolicyRequest
+ */
+export type GetRetentionPolicyRequest = Message<"engram.v2.GetRetentionPolicyRequest"> & {
+  /**
+   * As in SetRetentionPolicyRequest.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * As in SetRetentionPolicyRequest.
+   *
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message engram.v2.GetRetentionPolicyRequest.
+ * Use `create(GetRetentionPolicyRequestSchema)` to create a new message.
+ */
+export const GetRetentionPolicyRequestSchema: GenMessage<GetRetentionPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 19);
+
+/**
+ * Response of GetRetentionPolicy.
+ *
+ * @generated from message engram.v2.GetRetentionPolicyResponse
+ */
+export type GetRetentionPolicyResponse = Message<"engram.v2.GetRetentionPolicyResponse"> & {
+  /**
+   * The scope's policy; absent when it has none.
+   *
+   * @generated from field: engram.v2.RetentionPolicy policy = 1;
+   */
+  policy?: RetentionPolicy | undefined;
+};
+
+/**
+ * Describes the message engram.v2.GetRetentionPolicyResponse.
+ * Use `create(GetRetentionPolicyResponseSchema)` to create a new message.
+ */
+export const GetRetentionPolicyResponseSchema: GenMessage<GetRetentionPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 20);
+
+/**
+ * Request of ClearRetentionPolicy.
+ *
+ * @generated from message engram.v2.ClearRetentionPolicyRequest
+ */
+export type ClearRetentionPolicyRequest = Message<"engram.v2.ClearRetentionPolicyRequest"> & {
+  /**
+   * As in SetRetentionPolicyRequest.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * As in SetRetentionPolicyRequest.
+   *
+   * @generated from field: string project_id = 2;
+   */
+  projectId: string;
+};
+
+/**
+ * Describes the message engram.v2.ClearRetentionPolicyRequest.
+ * Use `create(ClearRetentionPolicyRequestSchema)` to create a new message.
+ */
+export const ClearRetentionPolicyRequestSchema: GenMessage<ClearRetentionPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 21);
+
+/**
+ * Response of ClearRetentionPolicy.
+ *
+ * @generated from message engram.v2.ClearRetentionPolicyResponse
+ */
+export type ClearRetentionPolicyResponse = Message<"engram.v2.ClearRetentionPolicyResponse"> & {
+  /**
+   * True when a policy was removed.
+   *
+   * @generated from field: bool cleared = 1;
+   */
+  cleared: boolean;
+};
+
+/**
+ * Describes the message engram.v2.ClearRetentionPolicyResponse.
+ * Use `create(ClearRetentionPolicyResponseSchema)` to create a new message.
+ */
+export const ClearRetentionPolicyResponseSchema: GenMessage<ClearRetentionPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_engram_v2_runs_service, 22);
+
+/**
  * RunsService manages runs as a whole: listing them, linking related runs,
  * deleting one with everything in it, and taking a snapshot of what a run is
  * working on.
@@ -599,7 +822,8 @@ export const RunsService: GenService<{
    * ingest jobs,
    * activity, archive blocks, checkpoints, variables, concepts, goals,
    * actions, registered agents, handoffs, feedback, outcomes, the control
-   * session, every link to or from the run, and the run's core data-plane
+   * session, the run's retention policy, every link to or from the run, and
+   * the run's core data-plane
    * nodes (each announced as `node.deleted` to core subscribers). Deleting a
    * run that does not exist is not an error: `deleted` is then false. Emits
    * `run.deleted` with the erasure receipt. Engram design: everything goes in
@@ -636,6 +860,56 @@ export const RunsService: GenService<{
     methodKind: "unary";
     input: typeof GetContextSnapshotRequestSchema;
     output: typeof GetContextSnapshotResponseSchema;
+  },
+  /**
+   * Engram design: sets the caller's retention policy for one run
+   * (`run_id`), for the runs of one project (`project_id`), or for all the
+   * caller's runs (neither). A policy says, per entry type, how long entries
+   * are kept after they were written; types it does not name are kept. The
+   * most specific policy naming a type decides: the run's, then its
+   * project's (the project its control session was created for, see
+   * SessionsService), then the caller's own. The policy applies to existing
+   * entries at once: entries older than a limit are invisible to every read
+   * from the moment the call returns and are purged in the background, as a
+   * delete removes them (derived entries get `lineage_review:
+   * source_deleted`). Relaxing or clearing a policy later does not bring
+   * back what already expired. Another user's policies never apply to the
+   * caller's entries. Replaces the scope's previous policy. Errors:
+   * INVALID_ARGUMENT (both `run_id` and `project_id` set, no rule, an
+   * unknown or repeated `entry_type`, `max_age_seconds` below 1 or above 100
+   * years), NOT_FOUND (`project_id` names no project of the caller's).
+   *
+   * @generated from rpc engram.v2.RunsService.SetRetentionPolicy
+   */
+  setRetentionPolicy: {
+    methodKind: "unary";
+    input: typeof SetRetentionPolicyRequestSchema;
+    output: typeof SetRetentionPolicyResponseSchema;
+  },
+  /**
+   * Engram design: the caller's retention policy of one scope (as in
+   * SetRetentionPolicy). `policy` is absent when the scope has none.
+   * Errors: INVALID_ARGUMENT (both `run_id` and `project_id` set).
+   *
+   * @generated from rpc engram.v2.RunsService.GetRetentionPolicy
+   */
+  getRetentionPolicy: {
+    methodKind: "unary";
+    input: typeof GetRetentionPolicyRequestSchema;
+    output: typeof GetRetentionPolicyResponseSchema;
+  },
+  /**
+   * Engram design: removes the caller's retention policy of one scope;
+   * entries it expired stay expired. Clearing a scope without a policy is not
+   * an error: `cleared` is then false. Errors: INVALID_ARGUMENT (both
+   * `run_id` and `project_id` set).
+   *
+   * @generated from rpc engram.v2.RunsService.ClearRetentionPolicy
+   */
+  clearRetentionPolicy: {
+    methodKind: "unary";
+    input: typeof ClearRetentionPolicyRequestSchema;
+    output: typeof ClearRetentionPolicyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_engram_v2_runs_service, 0);

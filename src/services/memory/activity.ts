@@ -30,6 +30,7 @@ import { mayWrite } from "./archive.js";
 import { provenanceFilterOf } from "./provenance-filter-input.js";
 import { provenanceView } from "../../memory/provenance-view.js";
 import { writeProvenance, type TrustPolicy } from "../../storage/provenance.js";
+import { expiryText } from "./evidence.js";
 
 export { MAX_EXPORT_CHARS, MAX_EXPORT_ENTRIES };
 
@@ -129,7 +130,8 @@ function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext
   };
 }
 
-function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry {
+/** `expiresAt`: when the entry expires, retention policies included (EntryExpiry.expiryOfRecord). */
+function activityEntryOf(e: EntryRecord, projection: Projection, expiresAt: number): ActivityEntry {
   const compact = projection === "compact";
   return create(ActivityEntrySchema, {
     id: e.id,
@@ -154,6 +156,7 @@ function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry 
     sourceEntryIds: [...e.sourceIds],
     lineageReview: e.lineageReview,
     provenance: provenanceView(e),
+    expiresAt: expiryText(expiresAt),
   });
 }
 
@@ -171,7 +174,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       const { page, more } = await activityPage(entries, q, limit, afterSeq);
       const last = page.at(-1);
       return {
-        entries: page.map((e) => activityEntryOf(e, projection)),
+        entries: page.map((e) => activityEntryOf(e, projection, entries.expiry.expiryOfRecord(e))),
         nextPageToken: more && last !== undefined ? encodePageToken(q, last.seq) : "",
         totalVisible: await totals.count(q),
       };
@@ -180,7 +183,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
     async exportActivity(req, ctx) {
       const q = queryOf(req, false, ctx, deps.acl);
       const line = (record: EntryRecord): string =>
-        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full"), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
+        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full", entries.expiry.expiryOfRecord(record)), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
       try {
         const { content, entryCount } = await exportActivity(entries, q, line);
         return { format: "jsonl", content, entryCount };

@@ -9,7 +9,13 @@ export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo" | "pr
   provenance?: QueryEvidence["provenance"];
 };
 
-export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode): EvidenceInit {
+/** An expiry in unix ms as the API shows it: RFC 3339, "" for never. */
+export function expiryText(expiresAt: number): string {
+  return expiresAt === 0 ? "" : new Date(expiresAt).toISOString();
+}
+
+/** `expiresAt`: when the entry expires, retention policies included (EntryExpiry.expiryOf); default its own expiry. */
+export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode, expiresAt = entry.expiresAt): EvidenceInit {
   return {
     id: entry.id,
     content: entry.content,
@@ -28,11 +34,12 @@ export function evidenceOfEntry(entry: EntryRecord, score: number, mode: Retriev
     occurrenceTime: BigInt(entry.occurrenceTime),
     createdAt: new Date(entry.createdAt).toISOString(),
     provenance: provenanceView(entry),
+    expiresAt: expiryText(expiresAt),
   };
 }
 
-export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string): EvidenceInit {
-  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode);
+export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string, expiresAt = hit.entry.expiresAt): EvidenceInit {
+  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode, expiresAt);
   if (!explain) return evidence;
   return {
     ...evidence,

@@ -7,6 +7,8 @@ import { decodeCursor, encodeCursor } from "../../platform/page-cursor.js";
 import type { RunCursor, RunDirectory } from "../../runs/run-directory.js";
 import type { RunLinks } from "../../runs/run-links.js";
 import { clampLimit, required } from "../memory/validate.js";
+import type { RetentionPolicyRecord } from "../../storage/retention-store.js";
+import { policyMessage } from "./retention.js";
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 500;
@@ -15,6 +17,8 @@ export interface ListingDeps {
   readonly directory: RunDirectory;
   readonly links: RunLinks;
   readonly sessionPhase: (owner: number, runId: string) => string | undefined;
+  /** The run's own retention policy, shown on the run. */
+  readonly retentionOf: (owner: number, runId: string) => RetentionPolicyRecord | undefined;
 }
 
 function cursorOf(token: string): RunCursor | undefined {
@@ -38,6 +42,7 @@ export function listRuns(deps: ListingDeps, owner: number, req: ListRunsRequest)
       createdAt: new Date(run.createdAt).toISOString(),
       lastActivityAt: new Date(run.lastActivityAt).toISOString(),
       sessionPhase: deps.sessionPhase(owner, run.runId) ?? "",
+      retention: policyMessage(deps.retentionOf(owner, run.runId)),
     })),
     nextPageToken: page.next === undefined ? "" : encodeCursor({ t: page.next.lastActivityAt, r: page.next.runId }),
     totalVisible: page.total,

@@ -13,13 +13,14 @@ import type { RunDeletion } from "../../memory/run-deletion.js";
 import type { RunDirectory } from "../../runs/run-directory.js";
 import type { RunLinks } from "../../runs/run-links.js";
 import { listRuns, linkedPair } from "./run-listing.js";
+import { retentionHandlers, type RetentionDeps } from "./retention.js";
 
 const ATTENTION_LIMIT = 10;
 const WORKING_MEMORY_LIMIT = 50;
 
 type Reason = "latest_checkpoint" | "active_rule" | "important_lesson" | "recent";
 
-export interface RunsDeps {
+export interface RunsDeps extends RetentionDeps {
   readonly memory: MemoryDeps;
   readonly deletion: RunDeletion;
   readonly directory: RunDirectory;
@@ -30,10 +31,12 @@ export interface RunsDeps {
   readonly planOf: (owner: number, runId: string) => { goals: Goal[]; variables: Variable[] };
 }
 
-export function runsService({ memory: deps, deletion, directory, links, sessionPhase, planOf }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
+export function runsService({ memory: deps, deletion, directory, links, sessionPhase, planOf, retention, projectExists }: RunsDeps): Partial<ServiceImpl<typeof RunsService>> {
   return {
+    ...retentionHandlers({ retention, projectExists }),
+
     listRuns(req, ctx) {
-      return listRuns({ directory, links, sessionPhase }, callerOf(ctx).userId, req);
+      return listRuns({ directory, links, sessionPhase, retentionOf: (owner, runId) => retention.get(owner, "run", runId) }, callerOf(ctx).userId, req);
     },
 
     async linkRun(req, ctx) {

@@ -1,0 +1,171 @@
+// The cost of the retention purge at 100k entries: how fast expired entries are purged, and what query latency is
+// while a purge of 50k runs, as a ratio against the same queries with no purge running, measured in the same run.
+//
+// Usage: make bench-retention      (or: npx tsc -p tsconfig.build.json && node bench/retention.mjs)
+// Env:   BENCH_SIZE      entries in the store (default 100000), written with batch_insert, 1000 a request
+//        BENCH_EXPIRING  of which carry a TTL that the bench's clock then passes (default 50000; every other entry)
+//        BENCH_QUERIES   queries per phase (default 300); during the purge the queries go on until it ends
+//        BENCH_QUIET_WAIT_S  before measuring, wait up to this long for other processes to leave the CPUs (default 300)
+//
+// The built server runs in this process with a memory clock the bench controls (StartOptions.memoryNow) and no sweep
+// timer (SERVICE_RETENTION_SWEEP_MS=0): the clock is advanced past the TTLs, which hides the expiring entries at the
+// next read, and the purge is started through the test hook `expirySweep()` while queries run over HTTP. Phases:
+//   before_expiry   100k live entries
+//   expired_hidden  50k live, 50k hidden awaiting the purge (the baseline the purge is compared with: same indexes)
+//   during_purge    the same queries while the purge removes the 50k in slices of 32
+//   after_purge     50k live entries, nothing awaiting
+// Writes bench/results/retention.json.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { performance } from "node:perf_hooks";
+import { interferenceMonitor, machine, waitQuietMachine, writeResults } from "./lib/machine.mjs";
+import { rng } from "./lib/corpus.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const SIZE = Number(process.env.BENCH_SIZE ?? 100_000);
+const EXPIRING = Number(process.env.BENCH_EXPIRING ?? SIZE / 2);
+const QUERIES = Number(process.env.BENCH_QUERIES ?? 300);
+const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT_S ?? 300) * 1000;
+const BATCH = 1000;
+const TTL_S = 3600;
+
+const { startEngram } = await import(path.join(ROOT, "dist/src/app.js"));
+const { loadConfig } = await import(path.join(ROOT, "dist/src/platform/config.js"));
+const { createLogger } = await import(path.join(ROOT, "dist/src/platform/logger.js"));
+const { mintApiKey } = await import(path.join(ROOT, "dist/src/auth/api-key.js"));
+
+const log = (msg) => process.stderr.write(`[retention ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+const percentile = (xs, p) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+
+const WORDS = ("deploy cache token billing service queue retry timeout database index replica shard config secret " +
+  "rollback canary release build test lint schema migration backup restore alert metric latency budget owner team " +
+  "python rust node docker kernel network storage disk memory thread lock event stream batch worker job schedule").split(" ");
+const random = rng(7);
+const sentence = (n) => Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
+
+let clock = Date.now();
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-retention-"));
+const adminKey = mintApiKey("local").key;
+const config = loadConfig({
+  SERVICE_ADMIN_KEY: adminKey,
+  SERVICE_PORT: "0",
+  SERVICE_CONSOLE_PORT: "0",
+  SERVICE_HOST: "127.0.0.1",
+  SERVICE_DATA_DIR: dataDir,
+  SERVICE_LOG_LEVEL: "silent",
+  SERVICE_RETENTION_SWEEP_MS: "0",
+});
+const engram = await startEngram(config, { logger: createLogger("silent"), memoryNow: () => clock });
+const base = `http://127.0.0.1:${engram.port}`;
+
+async function post(route, body) {
+  const response = await fetch(`${base}${route}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`POST ${route}: ${response.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+const runs = Array.from({ length: 10 }, (_, i) => `run-${i}`);
+const questions = Array.from({ length: 50 }, () => sentence(4));
+let asked = 0;
+
+/** One query, in a run chosen in turn; its wall time in ms. */
+async function oneQuery() {
+  const i = asked++;
+  const started = performance.now();
+  await post("/v2/control/query", { run_id: runs[i % runs.length], query: questions[i % questions.length], limit: 10 });
+  return performance.now() - started;
+}
+
+function summary(latencies) {
+  return { queries: latencies.length, p50_ms: round(percentile(latencies, 50)), p99_ms: round(percentile(latencies, 99)), mean_ms: round(latencies.reduce((a, b) => a + b, 0) / latencies.length) };
+}
+
+async function phase(name) {
+  const latencies = [];
+  for (let i = 0; i < QUERIES; i++) latencies.push(await oneQuery());
+  const result = summary(latencies);
+  log(`${name}: p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms over ${result.queries} queries`);
+  return result;
+}
+
+try {
+  log(`writing ${SIZE} entries (${EXPIRING} with ttl_seconds ${TTL_S}) over ${runs.length} runs`);
+  const loadStarted = performance.now();
+  const expireEvery = SIZE / EXPIRING;
+  for (let i = 0; i < SIZE; i += BATCH) {
+    const items = [];
+    for (let j = i; j < Math.min(SIZE, i + BATCH); j++) {
+      items.push({ text: `${sentence(12)} (${j})`, entry_type: j % 10 === 0 ? "trace" : "fact", ...(j % expireEvery === 0 ? { ttl_seconds: TTL_S } : {}) });
+    }
+    await post("/v2/control/batch_insert", { run_id: runs[(i / BATCH) % runs.length], items });
+  }
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  // Let background work (vector graph indexing, saves) finish: until this process uses under 5 % of a core for 2 s.
+  for (let quietSeconds = 0, waited = 0; quietSeconds < 2 && waited < 300; waited++) {
+    const before = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const used = process.cpuUsage(before);
+    quietSeconds = (used.user + used.system) / 1e6 < 0.05 ? quietSeconds + 1 : 0;
+  }
+  const quiet = await waitQuietMachine(QUIET_WAIT_MS);
+  log(`machine quiet: ${quiet.quiet} after ${quiet.waited_ms} ms`);
+  const interference = interferenceMonitor();
+
+  for (let i = 0; i < 30; i++) await oneQuery();
+  const beforeExpiry = await phase("before_expiry");
+
+  clock += (TTL_S + 1) * 1000;
+  // The first read after the clock passed the TTLs hides every expired entry (the catalog pops them off its expiry heap).
+  const firstRead = await oneQuery();
+  const visible = (await post("/v2/control/activity", { run_id: runs[0], limit: 1 })).total_visible;
+  log(`first query after expiry: ${round(firstRead)} ms; run-0 now shows ${visible} entries`);
+  const expiredHidden = await phase("expired_hidden");
+
+  log(`purging ${EXPIRING} expired entries while querying`);
+  const purgeStarted = performance.now();
+  let purgeEnded;
+  const purge = engram.testHooks.expirySweep().then((removed) => {
+    purgeEnded = performance.now();
+    return removed;
+  });
+  const during = [];
+  while (purgeEnded === undefined) during.push(await oneQuery());
+  const removed = await purge;
+  const purgeSeconds = (purgeEnded - purgeStarted) / 1000;
+  const duringPurge = summary(during);
+  log(`during_purge: p50 ${duringPurge.p50_ms} ms, p99 ${duringPurge.p99_ms} ms over ${duringPurge.queries} queries`);
+  log(`purged ${removed} entries in ${round(purgeSeconds)} s: ${Math.round(removed / purgeSeconds)} entries/s`);
+  const afterPurge = await phase("after_purge");
+  const disturbance = interference.stop();
+
+  const report = {
+    machine: machine(),
+    entries: SIZE,
+    expiring: EXPIRING,
+    load_seconds: round(loadSeconds, 1),
+    quiet_wait: quiet,
+    disturbance,
+    first_query_after_expiry_ms: round(firstRead),
+    purge: { removed, seconds: round(purgeSeconds), entries_per_second: Math.round(removed / purgeSeconds) },
+    queries: { before_expiry: beforeExpiry, expired_hidden: expiredHidden, during_purge: duringPurge, after_purge: afterPurge },
+    during_purge_vs_expired_hidden: { p50: round(duringPurge.p50_ms / expiredHidden.p50_ms), p99: round(duringPurge.p99_ms / expiredHidden.p99_ms) },
+  };
+  if (removed !== EXPIRING) throw new Error(`purged ${removed} entries, not ${EXPIRING}`);
+  const file = writeResults("retention.json", report);
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  log(`wrote ${path.relative(ROOT, file)}`);
+} finally {
+  await engram.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,126 @@
+// Removing expired entries: expired entries are invisible from the instant they expire (the catalog and every lookup
+// judge expiry on the memory's clock); this background pass then deletes them from LMDB and the indexes in bounded
+// slices, with the rules of a delete: lineage links go, entries derived from one are marked `source_deleted`, and an
+// `entry.deleted` or `lesson.deleted` event (reason `expired`) is published for each.
+import type { EventBus } from "../events/event-bus.js";
+import type { BackgroundGate } from "../platform/background-gate.js";
+import type { Logger } from "../platform/logger.js";
+import type { Storage } from "../storage/database.js";
+import type { DeletedEntry, EntryStore } from "../storage/entry-store.js";
+import { inWriteScope } from "../storage/write-scope.js";
+import type { MemoryIndex } from "./memory-index.js";
+
+/** Entries removed per transaction: as run deletion's purge, so one slice never holds the event loop for long. */
+const PURGE_SLICE = 32;
+/** Slices committed together (see #sweep). */
+const SLICES_IN_FLIGHT = 4;
+/** Expired entries a sweep looks at before it lets the next timer tick go on: each sweep stays bounded. */
+const SWEEP_LIMIT = 100_000;
+
+export interface ExpiryPurgeDeps {
+  readonly storage: Storage;
+  readonly entries: EntryStore;
+  readonly index: MemoryIndex;
+  readonly events: EventBus;
+  readonly logger: Logger;
+  readonly gate: BackgroundGate;
+  /** Whether this node purges the owner's entries (clustered: the owner's shard is one it serves). */
+  readonly worksFor: (owner: number) => boolean;
+  /** Period of the background sweep in ms; 0 leaves sweeping to `sweep()` calls. */
+  readonly periodMs: number;
+}
+
+export class ExpiryPurge {
+  readonly #deps: ExpiryPurgeDeps;
+  #timer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<number> | undefined;
+  #stopped = false;
+
+  constructor(deps: ExpiryPurgeDeps) {
+    this.#deps = deps;
+  }
+
+  start(): void {
+    if (this.#deps.periodMs === 0 || this.#timer !== undefined || this.#stopped) return;
+    this.#timer = setInterval(() => void this.sweep(), this.#deps.periodMs);
+    this.#timer.unref();
+  }
+
+  /** Purges what has expired by now; resolves with how many entries it removed (a running sweep is joined). */
+  sweep(): Promise<number> {
+    if (this.#sweeping !== undefined) return this.#sweeping;
+    this.#sweeping = this.#sweep()
+      .catch((e: unknown) => {
+        this.#deps.logger.error({ err: e }, "expiry purge stopped; the next sweep resumes it");
+        return 0;
+      })
+      .finally(() => {
+        this.#sweeping = undefined;
+      });
+    return this.#sweeping;
+  }
+
+  /** Resolves once no sweep runs (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.#sweeping !== undefined) await this.#sweeping;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    await this.idle();
+  }
+
+  async #sweep(): Promise<number> {
+    const { entries, index, worksFor } = this.#deps;
+    // Entries whose time came since the last read leave the catalog first.
+    index.catalog.expireDue();
+    const byOwner = new Map<number, number[]>();
+    let looked = 0;
+    for (const seq of entries.expiry.pending()) {
+      if (++looked > SWEEP_LIMIT) break;
+      const owner = entries.ownerOfStored(seq);
+      // Gone already (removed on another node, or its run's purge took it): nothing left to hide.
+      if (owner === undefined) entries.expiry.purged(seq);
+      else if (worksFor(owner)) (byOwner.get(owner) ?? byOwner.set(owner, []).get(owner))?.push(seq);
+    }
+    let removed = 0;
+    for (const [owner, seqs] of byOwner) {
+      for (let at = 0; at < seqs.length && !this.#stopped; at += PURGE_SLICE * SLICES_IN_FLIGHT) {
+        await this.#deps.gate.pass();
+        if (this.#stopped) break;
+        // A few slices in flight at once: LMDB commits them together, so the purge is not bound by one commit's
+        // latency per slice, while each slice's synchronous part stays as short as one slice.
+        const slices: Promise<number>[] = [];
+        for (let k = 0; k < SLICES_IN_FLIGHT && at + k * PURGE_SLICE < seqs.length; k++) {
+          const from = at + k * PURGE_SLICE;
+          slices.push(this.#purgeSlice(owner, seqs.slice(from, from + PURGE_SLICE)));
+        }
+        for (const count of await Promise.all(slices)) removed += count;
+      }
+    }
+    if (removed > 0) {
+      index.dense.saveSoon();
+      this.#deps.logger.info({ entries: removed }, "expired entries purged");
+    }
+    return removed;
+  }
+
+  async #purgeSlice(owner: number, seqs: readonly number[]): Promise<number> {
+    const { storage, entries, index, events } = this.#deps;
+    // The purge's writes are the owner's (clustered: on the owner's shard).
+    const deleted: DeletedEntry[] = await inWriteScope(owner, () => storage.transaction(() => seqs.flatMap((seq) => entries.deleteInTransaction(seq) ?? [])));
+    for (const { record, termFreqs, flagged } of deleted) {
+      index.forgetHidden(record.seq, record.owner, termFreqs);
+      for (const marked of flagged) index.catalog.replace(marked);
+      events.publish({
+        type: record.entryType === "lesson" || record.entryType === "rule" ? "lesson.deleted" : "entry.deleted",
+        owner: record.owner,
+        runId: record.runId,
+        agentId: "",
+        payload: JSON.stringify({ entry_id: record.id, flagged_for_review: flagged.map((e) => e.id), reason: "expired" }),
+      });
+    }
+    return deleted.length;
+  }
+}
