@@ -7,6 +7,8 @@ import { IMPORTANCE_LEVELS, LESSON_SCOPES, newEntry } from "../../storage/entry-
 import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
 import { expiryOf, provenanceOf } from "./provenance-input.js";
+import { ingestFlags } from "../../memory/instruction-detector.js";
+import { guardedKnowledge } from "../../memory/evidence-trust.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
 import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds, unixSeconds } from "./validate.js";
@@ -34,7 +36,8 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const [written] = await deps.writer.write(
         [
           {
-            entry: newEntry({
+            entry: guardedKnowledge(
+              newEntry({
               owner: caller.userId,
               runId: sessionId,
               agentId: req.agentId,
@@ -47,8 +50,10 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
               metadataJson: jsonObject("metadata_json", req.metadataJson),
               occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
               provenance,
+              flags: ingestFlags(text, provenance.trust),
               expiresAt,
             }),
+            ),
           },
         ],
         "remember",
