@@ -29,3 +29,15 @@ export function guardedKnowledge(entry: NewEntry): NewEntry {
     lessonScope: entry.lessonScope === "" || entry.lessonScope === "global" ? "run" : entry.lessonScope,
   };
 }
+
+const ORIGIN_LABELS: Readonly<Record<string, string>> = { tool: "tool output", web: "web page", document: "document" };
+
+/**
+ * How the context block labels untrusted evidence (`untrusted web page`, `untrusted tool output`, …; trusted text
+ * flagged instruction-like is `instruction-like text`); "" for trusted evidence.
+ */
+export function untrustedLabel(entry: Pick<EntryRecord, "provenance" | "flags">): string {
+  if (evidenceTrust(entry) === "trusted") return "";
+  if (entry.provenance.trust === "trusted") return "instruction-like text";
+  return `untrusted ${ORIGIN_LABELS[entry.provenance.origin] ?? "text"}`;
+}

@@ -3,6 +3,7 @@
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
 import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
+import { evidenceTrust } from "../memory/evidence-trust.js";
 
 const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
@@ -258,8 +259,10 @@ export class Catalog {
     const knowledge = record.entryType === "rule" || record.entryType === "lesson";
     const learning = record.learning;
     const withheld = knowledge && (learning.promotionState === "quarantined" || record.validationStatus === "invalidated");
-    const auditioning = knowledge && !withheld && learning.promotionState === "auditioning" && record.lessonScope !== "global";
-    const globalLesson = knowledge && !withheld && (record.lessonScope === "global" || auditioning);
+    // Untrusted knowledge stays in its run whatever its scope says (see memory/evidence-trust.ts).
+    const reachesOtherRuns = knowledge && !withheld && evidenceTrust(record) === "trusted";
+    const auditioning = reachesOtherRuns && learning.promotionState === "auditioning" && record.lessonScope !== "global";
+    const globalLesson = reachesOtherRuns && (record.lessonScope === "global" || auditioning);
     page.learned[row] = learnedWeight(record.confidence, learning.reinforcementCount, learning.verifiedInProduction);
     page.flags[row] =
       FLAG_PRESENT |
