@@ -173,6 +173,11 @@ export function sectionOf(entryType: ContextEntryType): ContextSectionName {
   return SECTION_OF[entryType];
 }
 
+/** Section a candidate lands in: untrusted evidence (with `quotedAs`) in untrusted_evidence, else by entry type. */
+export function candidateSection(candidate: Pick<ContextCandidate, "entryType" | "quotedAs">): ContextSectionName {
+  return (candidate.quotedAs ?? "") !== "" ? "untrusted_evidence" : SECTION_OF[candidate.entryType];
+}
+
 /** `## <title>` of a section in the structured format. */
 export function sectionTitle(section: ContextSectionName): string {
   return SECTION_TITLE[section];
@@ -303,7 +308,7 @@ function groupBySection<C extends ContextCandidate>(candidates: readonly C[]): M
   const stale = new Map<ContextSectionName, C[]>();
   for (const candidate of candidates) {
     const into = candidate.isStale ? stale : fresh;
-    const section = (candidate.quotedAs ?? "") !== "" ? "untrusted_evidence" : SECTION_OF[candidate.entryType];
+    const section = candidateSection(candidate);
     const list = into.get(section);
     if (list === undefined) into.set(section, [candidate]);
     else list.push(candidate);
