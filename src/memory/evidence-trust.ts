@@ -34,10 +34,12 @@ const ORIGIN_LABELS: Readonly<Record<string, string>> = { tool: "tool output", w
 
 /**
  * How the context block labels untrusted evidence (`untrusted web page`, `untrusted tool output`, …; trusted text
- * flagged instruction-like is `instruction-like text`); "" for trusted evidence.
+ * flagged instruction-like is `instruction-like text`, what the server derived from untrusted evidence `lesson made
+ * from untrusted evidence`); "" for trusted evidence.
  */
 export function untrustedLabel(entry: Pick<EntryRecord, "provenance" | "flags">): string {
   if (evidenceTrust(entry) === "trusted") return "";
   if (entry.provenance.trust === "trusted") return "instruction-like text";
+  if (entry.provenance.origin === "system") return "lesson made from untrusted evidence";
   return `untrusted ${ORIGIN_LABELS[entry.provenance.origin] ?? "text"}`;
 }
