@@ -8,7 +8,9 @@
 //   person's note has no reason to say it; flagged whatever the entry's trust (it usually means a page was pasted).
 // - imperative: orders and commands ("you must always", "never <verb>", `curl … | sh`, `rm -rf /`, "download
 //   https://…"). A person or the agent writing "Always run migrations before deploy" is guidance it was given, so
-//   these are flagged only in untrusted text (tool output, documents, web pages), where nobody meant to give orders.
+//   these are flagged only in untrusted text (tool output, documents, web pages), where nobody meant to give orders —
+//   and in what the agent logs as a tool's output ("observation: …", "tool: …", "result: …", "stdout: …"): that is
+//   text the agent read, relayed under its own name, not guidance it was given.
 // Every pattern is linear in the text (no nested quantifiers) and the text read is bounded.
 import type { Trust } from "../storage/provenance.js";
 
@@ -120,12 +122,16 @@ export function readInstructions(text: string): InstructionReading {
 
 /**
  * Whether an entry with this text and trust is flagged `instruction_like`: any instruction-like content in untrusted
- * text; in trusted text only content addressed to an AI reader (see the tiers above).
+ * text or in a tool's output the agent relays; in other trusted text only content addressed to an AI reader (see the
+ * tiers above).
  */
 export function isInstructionLike(text: string, trust: Trust): boolean {
   const reading = readInstructions(text);
-  return reading.addressed || (trust === "untrusted" && reading.kinds.length > 0);
+  return reading.addressed || ((trust === "untrusted" || RELAYED_OUTPUT.test(text)) && reading.kinds.length > 0);
 }
+
+/** A trusted writer's label for what a tool returned: the text after it is the tool's, relayed. */
+const RELAYED_OUTPUT = /^\s*(?:observation|tool_output|tool[ _]result|tool|result|output|stdout|stderr|response|page|fetched)\s*:/i;
 
 /** The ingest flags of a new entry: `instruction_like` when the detector fires (see isInstructionLike). */
 export function ingestFlags(text: string, trust: Trust): string[] {
