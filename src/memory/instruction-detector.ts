@@ -11,14 +11,19 @@
 //   these are flagged only in untrusted text (tool output, documents, web pages), where nobody meant to give orders —
 //   and in what the agent logs as a tool's output ("observation: …", "tool: …", "result: …", "stdout: …"): that is
 //   text the agent read, relayed under its own name, not guidance it was given.
-// Every pattern is linear in the text (no nested quantifiers) and the text read is bounded.
+// Every pattern is linear in the text (no nested quantifiers) and the text read is bounded (see MAX_HEAD_CHARS).
 import type { Trust } from "../storage/provenance.js";
 
 /** The ingest flag an instruction-like entry gets. */
 export const INSTRUCTION_FLAG = "instruction_like";
 
-/** Characters of an entry the detector reads: a planted instruction in a huge output is cut from context anyway. */
-const MAX_SCAN_CHARS = 200_000;
+/**
+ * Characters of an entry the detector reads: its first MAX_HEAD_CHARS and last MAX_TAIL_CHARS (about 4 ms of the
+ * event loop on 2 cores). Longer text is read there only; text from an untrusted source is quoted as data whatever
+ * the detector finds, so what it misses in the middle of a huge output still never reads as an instruction.
+ */
+const MAX_HEAD_CHARS = 24_000;
+const MAX_TAIL_CHARS = 8_000;
 
 export type InstructionKind =
   | "override"
@@ -108,7 +113,7 @@ export interface InstructionReading {
 
 /** What instruction-like content a text holds. */
 export function readInstructions(text: string): InstructionReading {
-  const read = text.length > MAX_SCAN_CHARS ? text.slice(0, MAX_SCAN_CHARS) : text;
+  const read = text.length > MAX_HEAD_CHARS + MAX_TAIL_CHARS ? `${text.slice(0, MAX_HEAD_CHARS)}\n${text.slice(-MAX_TAIL_CHARS)}` : text;
   const kinds: InstructionKind[] = [];
   let addressed = false;
   for (const { kind, addressed: speaksToAgent, pattern } of PATTERNS) {

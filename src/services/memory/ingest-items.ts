@@ -7,8 +7,6 @@ import { isEnvTag } from "../../retrieval/env-tags.js";
 import { bounded, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
 import type { ItemVectors, RequestSpaces } from "./vector-space-input.js";
 import { expiryOf, provenanceOf, type WriteOrigin } from "./provenance-input.js";
-import { ingestFlags } from "../../memory/instruction-detector.js";
-import { guardedKnowledge } from "../../memory/evidence-trust.js";
 import { MAX_TOOL_NAME_CHARS, MAX_URL_CHARS, type Origin } from "../../storage/provenance.js";
 import type { Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
 
@@ -125,7 +123,8 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
   const { vector } = vectors;
   const source = oneOf(`${field}.source`, item.source, SOURCES, "agent");
   const provenance = provenanceOf(`${field}.provenance`, statedOrDerivedProvenance(item.provenance, item.intent, metadata), source, origin);
-  const entry: NewEntry = guardedKnowledge({
+  // Flags and the guard on untrusted knowledge are set later, in time slices (memory/ingest-screening.ts).
+  const entry: NewEntry = {
     sourceIds: [],
     owner,
     runId,
@@ -146,10 +145,10 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
     derived: false,
     confidence: 1,
     provenance,
-    flags: ingestFlags(text, provenance.trust),
+    flags: [],
     expiresAt: expiryOf(`${field}.`, item.ttlSeconds, item.expiresAt, origin.now),
     absorbedIds: [],
-  });
+  };
   return {
     itemId: bounded(`${field}.item_id`, item.itemId) || `item-${index}`,
     contentType: entry.contentType,
@@ -183,7 +182,7 @@ export function batchItem(
   const metadataJson = jsonObject(`${field}.metadata_json`, item.metadataJson);
   const metadata = JSON.parse(metadataJson) as Record<string, unknown>;
   const provenance = provenanceOf(`${field}.provenance`, statedOrDerivedProvenance(item.provenance, "", metadata), source, origin);
-  const entry = guardedKnowledge(newEntry({
+  const entry = newEntry({
     owner,
     runId,
     agentId,
@@ -197,8 +196,7 @@ export function batchItem(
     source,
     envTags: envTags(`${field}.env_tags`, item.envTags),
     provenance,
-    flags: ingestFlags(text, provenance.trust),
     expiresAt: expiryOf(`${field}.`, item.ttlSeconds, item.expiresAt, origin.now),
-  }));
+  });
   return { entry, ...spaces.check(field, item.vectorSpace, item.embedding) };
 }

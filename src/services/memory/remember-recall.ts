@@ -7,8 +7,7 @@ import { IMPORTANCE_LEVELS, LESSON_SCOPES, newEntry } from "../../storage/entry-
 import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
 import { expiryOf, provenanceOf } from "./provenance-input.js";
-import { ingestFlags } from "../../memory/instruction-detector.js";
-import { guardedKnowledge } from "../../memory/evidence-trust.js";
+import { screenedEntry } from "../../memory/ingest-screening.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
 import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds, unixSeconds } from "./validate.js";
@@ -36,23 +35,22 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const [written] = await deps.writer.write(
         [
           {
-            entry: guardedKnowledge(
+            entry: screenedEntry(
               newEntry({
-              owner: caller.userId,
-              runId: sessionId,
-              agentId: req.agentId,
-              userId: req.userId,
-              entryType: intent,
-              content: text,
-              lessonScope: intent === "lesson" ? scope : "",
-              lessonType: intent === "lesson" ? "observation" : "",
-              importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
-              metadataJson: jsonObject("metadata_json", req.metadataJson),
-              occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
-              provenance,
-              flags: ingestFlags(text, provenance.trust),
-              expiresAt,
-            }),
+                owner: caller.userId,
+                runId: sessionId,
+                agentId: req.agentId,
+                userId: req.userId,
+                entryType: intent,
+                content: text,
+                lessonScope: intent === "lesson" ? scope : "",
+                lessonType: intent === "lesson" ? "observation" : "",
+                importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
+                metadataJson: jsonObject("metadata_json", req.metadataJson),
+                occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
+                provenance,
+                expiresAt,
+              }),
             ),
           },
         ],
