@@ -8,7 +8,8 @@ import { bounded, content, jsonObject, oneOf, parseJson, unixSeconds } from "./v
 import type { ItemVectors, RequestSpaces } from "./vector-space-input.js";
 import { expiryOf, provenanceOf, type WriteOrigin } from "./provenance-input.js";
 import { MAX_TOOL_NAME_CHARS, MAX_URL_CHARS, type Origin } from "../../storage/provenance.js";
-import type { Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { ProvenanceSchema, type Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
 
 export const MAX_ITEMS = 1000;
 
@@ -88,7 +89,7 @@ function statedOrDerivedProvenance(stated: ProvenanceInput | undefined, intent: 
   const url = metadataText(metadata, ["url", "source_url"], MAX_URL_CHARS, false);
   const origin: Origin | undefined = url !== undefined ? "web" : toolName !== undefined || intent.toLowerCase() === "tool_output" ? "tool" : undefined;
   if (origin === undefined) return stated;
-  return { $typeName: "engram.v2.Provenance", origin, toolName: toolName ?? "", url: url ?? "", trust: "", keyId: "", agentId: "" } as ProvenanceInput;
+  return create(ProvenanceSchema, { origin, toolName: toolName ?? "", url: url ?? "" });
 }
 
 /** An ingest item; a space it creates is claimed at once (any problem fails the whole request). */
