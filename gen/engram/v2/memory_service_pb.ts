@@ -2769,9 +2769,13 @@ export type BatchInsertItem = Message<"engram.v2.BatchInsertItem"> & {
   vectorSpace: string;
 
   /**
-   * Engram design: where the text came from (see Provenance). Empty: the
+   * Engram design: where the text came from (see Provenance). Empty (no
+   * field of it set): metadata `url`/`source_url` gives origin `web`,
+   * `tool_name`/`tool` origin `tool`, as for IngestItem.provenance; else the
    * origin follows `source` (`human` → `user`, `system` → `system`, else
-   * `agent`) and the trust level follows the server's trust policy.
+   * `agent`). The trust level follows the server's trust policy.
+   * Instruction-like text is flagged and an untrusted `rule` is stored as a
+   * lesson of type `observation` in its run, as for IngestItem.provenance.
    *
    * @generated from field: engram.v2.Provenance provenance = 12;
    */
