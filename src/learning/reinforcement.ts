@@ -144,17 +144,19 @@ export function reinforce(entry: EntryRecord, credit: Credit): Learned {
 
 /**
  * A lesson re-learned (merged) from new evidence: in another run it is confirmed and may be proposed. `by` is the trust
- * of the evidence it was learned from now: untrusted evidence confirms but never proposes.
+ * of the evidence it was learned from now: untrusted evidence neither raises its confidence nor proposes it.
  */
 export function relearn(entry: EntryRecord, runId: string, candidateConfidence: number, newEvidence: boolean, by: Trust = "trusted"): Learned {
   const before = entry.learning;
   const confirmedRuns = before.confirmedRuns.includes(runId) ? before.confirmedRuns : [...before.confirmedRuns, runId].slice(-MAX_CONFIRMED_RUNS);
+  // Untrusted evidence repeating a lesson is no reason to believe it more: a planted page reads the same every time.
+  const counts = newEvidence && by === "trusted";
   let learning: LearningState = {
     ...before,
     confirmedRuns,
-    evidenceFor: before.evidenceFor + (newEvidence ? RELEARNED_WEIGHT * candidateConfidence : 0),
+    evidenceFor: before.evidenceFor + (counts ? RELEARNED_WEIGHT * candidateConfidence : 0),
   };
-  const confidence = newEvidence ? posteriorMean(learning) : entry.confidence;
+  const confidence = counts ? posteriorMean(learning) : entry.confidence;
   const moves: PromotionMove[] = [];
   const proposable = isKnowledge(entry) && runId !== entry.runId && learning.promotionState === "" && canBeProposed(entry, learning, entry.lessonScope, true);
   if (proposable && (evidenceTrust(entry) === "untrusted" || by === "untrusted")) {

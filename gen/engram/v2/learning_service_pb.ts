@@ -1838,7 +1838,8 @@ export const LearningService: GenService<{
    * `system`, trust `untrusted`) is stored as type `observation` instead of
    * `rule`, in its run's scope; outcomes and re-learning never propose,
    * audition or promote it (its audit trail says why, once, as `promotion`
-   * none → `withheld`); it is never recalled in other runs (query, context,
+   * none → `withheld`), and re-learning from untrusted evidence never raises
+   * any lesson's confidence nor proposes it; it is never recalled in other runs (query, context,
    * recall, diagnose, strategies) nor overlaid as a rule or lesson. It
    * becomes trusted (audited as `trust` untrusted → trusted, with the reason)
    * when a trusted candidate merges into it — unless its own text reads as
