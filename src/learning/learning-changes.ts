@@ -6,6 +6,7 @@ import type { MemoryIndex } from "../memory/memory-index.js";
 import type { ChangeAttribution, EntryPatch, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
 import type { EntryAuditEvent } from "../storage/entry-record.js";
 import { promotionAudit, type Learned, type PromotionMove } from "./reinforcement.js";
+import { evidenceTrust } from "../memory/evidence-trust.js";
 
 /** The audit `to` of a promotion withheld from untrusted knowledge. */
 const WITHHELD = "withheld";
@@ -55,8 +56,10 @@ export class LearningChanges {
     const events: EntryAuditEvent[] = [];
     const current = learned.provenance === undefined && learned.withheld === undefined ? undefined : this.#entries.get(seq);
     if (current === undefined) return events;
-    if (learned.provenance !== undefined && (learned.provenance.trust !== current.provenance.trust || (learned.flags !== undefined && learned.flags.length !== current.flags.length))) {
-      events.push({ at, field: "trust", from: "untrusted", to: learned.provenance.trust, reason: learned.trustReason ?? "", agentId });
+    if (learned.provenance !== undefined) {
+      const from = evidenceTrust(current);
+      const to = evidenceTrust({ provenance: learned.provenance, flags: learned.flags ?? current.flags });
+      if (from !== to) events.push({ at, field: "trust", from, to, reason: learned.trustReason ?? "", agentId });
     }
     if (learned.withheld !== undefined && !current.audit.some((e) => e.field === "promotion" && e.to === WITHHELD)) {
       events.push({ at, field: "promotion", from: "none", to: WITHHELD, reason: learned.withheld, agentId });

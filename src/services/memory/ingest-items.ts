@@ -1,5 +1,6 @@
 // Validates and normalises ingest and batch-insert items into entries ready to store.
-import type { BatchInsertItem, IngestItem } from "../../../gen/engram/v2/memory_service_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { ProvenanceSchema, type BatchInsertItem, type IngestItem, type Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
 import { invalidArgument, quoted } from "../../platform/errors.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import type { JobItem } from "../../memory/ingest-queue.js";
@@ -8,8 +9,6 @@ import { bounded, content, jsonObject, oneOf, parseJson, unixSeconds } from "./v
 import type { ItemVectors, RequestSpaces } from "./vector-space-input.js";
 import { expiryOf, provenanceOf, type WriteOrigin } from "./provenance-input.js";
 import { MAX_TOOL_NAME_CHARS, MAX_URL_CHARS, type Origin } from "../../storage/provenance.js";
-import { create } from "@bufbuild/protobuf";
-import { ProvenanceSchema, type Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
 
 export const MAX_ITEMS = 1000;
 
