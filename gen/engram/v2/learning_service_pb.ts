@@ -1844,8 +1844,9 @@ export const LearningService: GenService<{
    * becomes trusted (audited as `trust` untrusted → trusted, with the reason)
    * when a trusted candidate merges into it — unless its own text reads as
    * an instruction (a command, a URL to fetch, words to an AI reader) — or
-   * when a person accepts it with ResolveLessonPromotion. Caller-supplied
-   * `lessons` are the caller's word and trusted.
+   * when a person accepts it with ResolveLessonPromotion (UpdateLesson
+   * setting its scope does not: it still reaches no other run). Caller-
+   * supplied `lessons` are the caller's word and trusted.
    * Errors: INVALID_ARGUMENT (empty `run_id`; a lesson with empty `content`
    * or an unknown `lesson_type`, `scope` or `importance`, naming the field as
    * `lessons[i].field`; nothing of the batch is stored), NOT_FOUND
