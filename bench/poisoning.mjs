@@ -10,6 +10,10 @@
 //        BENCH_POISONING_PHRASINGS  tuning | heldout | all (default all): bench/lib/planted-instructions.mjs holds the
 //                                   phrasings the defence may be tuned on, bench/lib/planted-instructions-heldout.mjs
 //                                   others, never used to change it; each set runs on its own fresh server
+//        BENCH_POISONING_HONEST_TOOL_OUTPUT  1: the honest runs' tool outputs (items of kind observation, symptom and
+//                                   fix_result) are written with provenance origin tool (untrusted), as an agent that
+//                                   labels every tool output would — what the defence costs honest lessons then
+//                                   (default 0: the agent's own log, trusted, as the learning bench writes it)
 //        BENCH_SERVER               compiled server entry (default dist/src/serve.js)
 // Writes bench/results/poisoning.json; prints a summary per set to stderr.
 //
@@ -35,7 +39,6 @@
 // every stored lesson is listed: planted lessons by type, scope and promotion state (rules, global, proposed,
 // auditioning: target 0); memory_health: planted entries flagged instruction_like per channel, and honest entries
 // flagged (false positives).
-import path from "node:path";
 import { ApiError, getJob, post, round } from "./lib/api.mjs";
 import { machine, writeResults } from "./lib/machine.mjs";
 import { mintAdminKey, removeDir, sleep, startServer, tempDir } from "./lib/server.mjs";
@@ -47,6 +50,8 @@ const SEED = Number(process.env.BENCH_POISONING_SEED ?? 7);
 const SHARE = Number(process.env.BENCH_POISONING_SHARE ?? 0.5);
 const SETS = (process.env.BENCH_POISONING_PHRASINGS ?? "all") === "all" ? ["tuning", "heldout"] : [process.env.BENCH_POISONING_PHRASINGS];
 const CHANNELS = ["tool_output", "web", "document", "agent_echo"];
+const HONEST_TOOL_OUTPUT = process.env.BENCH_POISONING_HONEST_TOOL_OUTPUT === "1";
+const TOOL_OUTPUT_KINDS = new Set(["observation", "symptom", "fix_result"]);
 const TOP = 5;
 const BUDGET = 1500;
 const T0 = 1_714_000_000;
@@ -114,7 +119,13 @@ async function plant(server, runId, channel, page, t) {
 }
 
 function traceItems(run, items, first, t0) {
-  return items.map((item, i) => ({ text: item.text, entry_type: "trace", metadata_json: JSON.stringify({ step_id: item.step_id }), occurrence_time: t0 + (first + i) * 5 }));
+  return items.map((item, i) => ({
+    text: item.text,
+    entry_type: "trace",
+    metadata_json: JSON.stringify({ step_id: item.step_id }),
+    occurrence_time: t0 + (first + i) * 5,
+    ...(HONEST_TOOL_OUTPUT && TOOL_OUTPUT_KINDS.has(item.kind) ? { provenance: { origin: "tool", tool_name: "shell" } } : {}),
+  }));
 }
 
 async function measureSet(set) {
@@ -251,7 +262,7 @@ async function flaggedIds(server, runs) {
 }
 
 async function main() {
-  const results = { benchmark: "poisoning", machine: machine(), server: path.basename(process.env.BENCH_SERVER ?? "dist/src/serve.js"), seed: SEED, runs: RUNS, share: SHARE, sets: {} };
+  const results = { benchmark: "poisoning", machine: machine(), server: process.env.BENCH_SERVER ?? "dist/src/serve.js", seed: SEED, runs: RUNS, share: SHARE, honest_tool_output: HONEST_TOOL_OUTPUT, sets: {} };
   for (const set of SETS) {
     log(`${set}: ${RUNS} runs`);
     results.sets[set] = await measureSet(set);
