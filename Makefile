@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-learning bench-load bench-limits bench-retention bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
+.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-learning bench-poisoning bench-load bench-limits bench-retention bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -65,6 +65,11 @@ bench-quality: build
 
 bench-learning: build
 	node bench/learning.mjs
+
+# Planted instructions in tool outputs, web pages and documents among honest runs: do they reach later runs as rules or
+# lessons (target 0), and do honest lessons still? About 2 minutes (see BENCHMARKS.md, "Memory poisoning").
+bench-poisoning: build
+	node bench/poisoning.mjs
 
 # 1, 16, 64 and 256 concurrent clients of query and ingest over HTTP and gRPC (about 6 min; see BENCHMARKS.md).
 bench-load: build

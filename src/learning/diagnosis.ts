@@ -4,6 +4,7 @@
 // close to one of the situations the lesson is for (retrieval/ranking/situation-match.ts); never when the error is
 // closer to a situation it was surfaced in and did not apply to. Only those close to the best are returned, so an
 // error that matches nothing gets nothing.
+import { isUntrustedKnowledge } from "../memory/evidence-trust.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
 import { terms } from "../retrieval/text.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
@@ -67,6 +68,8 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   for (const { match, record, situations } of lessons) {
     const kind = lessonTypeOf(record);
     if (kind !== "failure" && kind !== "rule") continue;
+    // Untrusted knowledge is guidance nowhere but in its own run (see memory/evidence-trust.ts).
+    if (isUntrustedKnowledge(record) && record.runId !== input.runId) continue;
     if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
     const fit = index.situations.fit(question, situations);
     if (fit.against >= minFit && fit.against >= fit.bearing) continue;

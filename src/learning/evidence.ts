@@ -1,6 +1,7 @@
 // What reflection reads and what it proposes: a run's evidence items, in the order they happened, and the candidate
 // lessons an extractor derives from them (before the validation gate decides what is stored).
 import type { Importance, LessonScope, LessonType } from "../storage/entry-record.js";
+import type { Trust } from "../storage/provenance.js";
 
 /** Where an evidence item comes from. */
 export type EvidenceKind = "trace" | "fact" | "working_memory" | "checkpoint" | "archive_block" | "lesson" | "rule" | "step_outcome" | "run_outcome";
@@ -23,6 +24,13 @@ export interface EvidenceItem {
   readonly signal: number;
   /** Step outcomes: hindsight guidance for future runs; "" otherwise. */
   readonly directiveHint: string;
+  /**
+   * How far the item is trusted as guidance (memory/evidence-trust.ts): entries by their provenance and ingest flags;
+   * outcomes, which the caller reports, are trusted. Absent means trusted.
+   */
+  readonly trust?: Trust;
+  /** Entries ingest flagged `instruction_like`; absent means not flagged. */
+  readonly instructionLike?: boolean;
 }
 
 /** A lesson an extractor proposes. The gate may still reject, merge or quarantine it. */
@@ -51,6 +59,11 @@ export interface Extraction {
   readonly degraded: boolean;
   /** Why the extraction fell back, "" when it did not. */
   readonly fallbackReason: string;
+  /**
+   * True when every lesson may carry words of any evidence item, whatever its `sourceIds` say (a model read the whole
+   * run): a lesson is then no more trusted than the least trusted item read.
+   */
+  readonly readsAllEvidence?: boolean;
 }
 
 /** Turns a run's evidence into candidate lessons. */

@@ -6,6 +6,10 @@ import type { MemoryIndex } from "../memory/memory-index.js";
 import type { ChangeAttribution, EntryPatch, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
 import type { EntryAuditEvent } from "../storage/entry-record.js";
 import { promotionAudit, type Learned, type PromotionMove } from "./reinforcement.js";
+import { evidenceTrust } from "../memory/evidence-trust.js";
+
+/** The audit `to` of a promotion withheld from untrusted knowledge. */
+const WITHHELD = "withheld";
 
 export interface AppliedLearning {
   readonly updated: UpdatedEntry;
@@ -39,9 +43,28 @@ export class LearningChanges {
     reindex?: Reindex,
     audit: readonly EntryAuditEvent[] = [],
   ): AppliedLearning | undefined {
-    const patch: EntryPatch = { learning: learned.learning, confidence: learned.confidence, lessonScope: learned.lessonScope, ...extra };
-    const updated = this.#entries.updateInTransaction(seq, patch, by, reindex, now, [...promotionAudit(learned.moves, now, by.agentId), ...audit]);
+    const patch: EntryPatch = { learning: learned.learning, confidence: learned.confidence, lessonScope: learned.lessonScope, ...(learned.provenance === undefined ? {} : { provenance: learned.provenance }), ...(learned.flags === undefined ? {} : { flags: learned.flags }), ...extra };
+    const updated = this.#entries.updateInTransaction(seq, patch, by, reindex, now, [...promotionAudit(learned.moves, now, by.agentId), ...this.#trustAudit(seq, learned, now, by.agentId), ...audit]);
     return updated === undefined ? undefined : { updated, moves: learned.moves, by, reindex };
+  }
+
+  /**
+   * The audit events of a change of trust (`trust`: untrusted → trusted, with why) and of a promotion withheld from
+   * untrusted knowledge (`promotion`: none → withheld), the latter recorded once per lesson.
+   */
+  #trustAudit(seq: number, learned: Learned, at: number, agentId: string): EntryAuditEvent[] {
+    const events: EntryAuditEvent[] = [];
+    const current = learned.provenance === undefined && learned.withheld === undefined ? undefined : this.#entries.get(seq);
+    if (current === undefined) return events;
+    if (learned.provenance !== undefined) {
+      const from = evidenceTrust(current);
+      const to = evidenceTrust({ provenance: learned.provenance, flags: learned.flags ?? current.flags });
+      if (from !== to) events.push({ at, field: "trust", from, to, reason: learned.trustReason ?? "", agentId });
+    }
+    if (learned.withheld !== undefined && !current.audit.some((e) => e.field === "promotion" && e.to === WITHHELD)) {
+      events.push({ at, field: "promotion", from: "none", to: WITHHELD, reason: learned.withheld, agentId });
+    }
+    return events;
   }
 
   /** After the commit: the catalog takes the new weights and scopes, and the changes are announced. */

@@ -16,6 +16,11 @@ import { DUPLICATE_COSINE, DUPLICATE_TERM_OVERLAP, ValidationGate, type GateDeci
 import { lessonIndexText, withSituations } from "../retrieval/situations.js";
 import { candidateSituations } from "./lesson-situations.js";
 import { sameFixLessons, type SituationGain } from "./same-fix.js";
+import { derivedProvenance, type Trust } from "../storage/provenance.js";
+import { evidenceTrust } from "../memory/evidence-trust.js";
+import { INSTRUCTION_FLAG } from "../memory/instruction-detector.js";
+import { asUntrusted, corroborableByEvidence, lessonTrust } from "./lesson-trust.js";
+import { trusted } from "./reinforcement.js";
 
 /** The most recent items of a run reflection reads; older evidence is left out. Extraction stays a few milliseconds. */
 export const MAX_EVIDENCE_ITEMS = 1_000;
@@ -135,9 +140,12 @@ export class Reflector {
     } else {
       extraction = { lessons: input.callerLessons, summary: "", confidence: 0, degraded: false, fallbackReason: "" };
     }
-    const candidates = await this.#prepare(extraction.lessons, evidenceById);
+    // A lesson is no more trusted than its evidence; the caller's own lessons are its word.
+    const trusts: Trust[] = extraction.lessons.map((lesson) => (autoExtracted ? lessonTrust(lesson, evidenceById, extraction.readsAllEvidence === true) : "trusted"));
+    const lessons = extraction.lessons.map((lesson, i) => (trusts[i] === "untrusted" ? asUntrusted(lesson) : lesson));
+    const candidates = await this.#prepare(lessons, evidenceById);
     const decisions = await this.#decide(candidates, input);
-    const stored = await this.#commit(candidates, decisions, input, autoExtracted);
+    const stored = await this.#commit(candidates, trusts, decisions, input, autoExtracted);
     return {
       decisions: stored,
       summary: autoExtracted ? extraction.summary : callerSummary(stored),
@@ -188,6 +196,8 @@ export class Reflector {
         outcome: "",
         signal: 0,
         directiveHint: "",
+        trust: evidenceTrust(entry),
+        instructionLike: entry.flags.includes(INSTRUCTION_FLAG),
       });
     }
     // Entries were read newest first: put them in write order.
@@ -246,13 +256,15 @@ export class Reflector {
    */
   async #sameFixGains(
     candidates: readonly PreparedCandidate[],
+    trusts: readonly Trust[],
     decisions: readonly (GateDecision | { kind: "batch" })[],
     input: ReflectRequestInput,
   ): Promise<(SituationGain & { reindex: Reindex })[]> {
     const mergedInto = new Set(decisions.flatMap((d) => (d.kind === "merged" ? [d.into.seq] : [])));
     const gains = new Map<number, SituationGain & { reindex: Reindex }>();
     for (const [index, decision] of decisions.entries()) {
-      if (decision.kind !== "accepted" && decision.kind !== "merged") continue;
+      // What untrusted evidence says was fixed widens no lesson's reach.
+      if ((decision.kind !== "accepted" && decision.kind !== "merged") || trusts[index] === "untrusted") continue;
       const candidate = candidates[index] as PreparedCandidate;
       const found = await sameFixLessons(this.#index, this.#entries, input.owner, input.runId, { ...candidate.lesson, situations: candidate.situations }, new Set([...mergedInto, ...gains.keys()]));
       for (const gain of found) gains.set(gain.lesson.seq, { ...gain, reindex: await this.#index.reindexOf({ ...gain.lesson, metadataJson: gain.metadataJson }) });
@@ -298,12 +310,13 @@ export class Reflector {
 
   async #commit(
     candidates: readonly PreparedCandidate[],
+    trusts: readonly Trust[],
     decisions: readonly (GateDecision | { kind: "batch"; index: number; reason: string })[],
     input: ReflectRequestInput,
     autoExtracted: boolean,
   ): Promise<LessonDecisionResult[]> {
     const growth = await this.#mergeGrowth(candidates, decisions);
-    const gains = await this.#sameFixGains(candidates, decisions, input);
+    const gains = await this.#sameFixGains(candidates, trusts, decisions, input);
     const now = Date.now();
     const by = { reason: "reflection", agentId: input.agentId };
     const toWrite: { index: number; prepared: PreparedEntry }[] = [];
@@ -311,7 +324,7 @@ export class Reflector {
       const candidate = candidates[index] as PreparedCandidate;
       const quarantined = decision.kind === "quarantined" && decision.into === undefined;
       if (decision.kind !== "accepted" && !quarantined) return;
-      const entry = lessonEntry(candidate, input, autoExtracted, now, quarantined);
+      const entry = lessonEntry(candidate, input, autoExtracted, now, quarantined, trusts[index] ?? "untrusted");
       toWrite.push({ index, prepared: { entry, vector: candidate.vector, termFreqs: termFrequencies(candidate.indexText) } });
     });
     const { written, merged, gained, alongside } = await this.#storage.transaction(() => {
@@ -325,7 +338,14 @@ export class Reflector {
         const current = this.#entries.get(decision.into.seq);
         if (current === undefined) return;
         const candidate = (candidates[index] as PreparedCandidate).lesson;
-        const learned = relearn(current, input.runId, candidate.confidence, decision.newEvidence);
+        const trust = trusts[index] ?? "untrusted";
+        // Learned again from trusted evidence, untrusted knowledge is corroborated — unless it reads as an instruction.
+        const corroborated = trust === "trusted" && evidenceTrust(current) === "untrusted" && corroborableByEvidence(current.content);
+        const base = corroborated ? { ...current, provenance: trusted(current) } : current;
+        const relearned = relearn(base, input.runId, candidate.confidence, decision.newEvidence, trust);
+        const learned = corroborated
+          ? { ...relearned, provenance: base.provenance, trustReason: `corroborated: learned again from trusted evidence in run ${JSON.stringify(input.runId)} (${candidate.sourceIds.slice(0, 5).join(", ")})` }
+          : relearned;
         const sourceIds = [...new Set([...current.sourceIds, ...candidate.sourceIds])].slice(0, MAX_SOURCE_IDS);
         const grown = growth.get(index);
         // Read again here: an outcome may have changed the lesson's situations since the merge was decided.
@@ -420,7 +440,7 @@ function withOutcomesInPlace(entries: readonly EvidenceItem[], outcomes: readonl
   return [...ordered, ...timed.slice(next)];
 }
 
-function lessonEntry(candidate: PreparedCandidate, input: ReflectRequestInput, autoExtracted: boolean, now: number, quarantined: boolean): NewEntry {
+function lessonEntry(candidate: PreparedCandidate, input: ReflectRequestInput, autoExtracted: boolean, now: number, quarantined: boolean, trust: Trust): NewEntry {
   const { lesson } = candidate;
   const learning = initialLearning(lesson.confidence, input.runId);
   return newEntry({
@@ -439,6 +459,8 @@ function lessonEntry(candidate: PreparedCandidate, input: ReflectRequestInput, a
     derived: autoExtracted,
     confidence: lesson.confidence,
     sourceIds: lesson.sourceIds.slice(0, MAX_SOURCE_IDS),
+    // An extracted lesson is the server's, as trusted as its evidence; a caller's lesson keeps the caller's origin.
+    ...(autoExtracted ? { provenance: derivedProvenance(trust) } : {}),
     learning: quarantined ? { ...learning, promotionState: "quarantined", promotionTargetScope: lesson.scope } : learning,
   });
 }

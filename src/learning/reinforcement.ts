@@ -14,8 +14,16 @@
 //   "" (any scope) → quarantined   QUARANTINE_STREAK negative outcomes in a row: its fix stopped working
 // A quarantined lesson is never retrieved as guidance. ResolveLessonPromotion ends any pending state by hand; a
 // refused promotion is never proposed again.
+//
+// Untrusted knowledge (made from or stated in text read from a tool, a document or a web page; see
+// memory/evidence-trust.ts) is never proposed, auditioned or promoted: neither outcomes nor re-learning move it. It
+// becomes trusted when it is learned again from trusted evidence (a merge in reflection, unless its own text reads as an
+// instruction) or when a person accepts it with ResolveLessonPromotion; from then on the machine above applies.
 import type { EntryAuditEvent, EntryRecord, LearningState, PromotionState } from "../storage/entry-record.js";
 import { MAX_CONFIRMED_RUNS } from "../storage/entry-record.js";
+import type { Provenance, Trust } from "../storage/provenance.js";
+import { evidenceTrust } from "../memory/evidence-trust.js";
+import { INSTRUCTION_FLAG } from "../memory/instruction-detector.js";
 
 export const AUDITION_WINS = 2;
 export const AUDITION_LOSSES = 2;
@@ -42,7 +50,18 @@ export interface Learned {
   readonly confidence: number;
   readonly lessonScope: string;
   readonly moves: readonly PromotionMove[];
+  /** Why a promotion the event would have made was withheld (untrusted knowledge); audited once. */
+  readonly withheld?: string;
+  /** The entry's new provenance when the event made it trusted (corroboration, a person's acceptance). */
+  readonly provenance?: Provenance;
+  /** Why its trust changed; set with `provenance`. */
+  readonly trustReason?: string;
+  /** The entry's new ingest flags when a person accepted flagged knowledge (`instruction_like` lifted). */
+  readonly flags?: readonly string[];
 }
+
+/** Why untrusted knowledge is not proposed for promotion. */
+export const UNTRUSTED_WITHHELD = "made from untrusted evidence (tool output, document or web page): not proposed until a trusted source or a person corroborates it";
 
 export interface Credit {
   /** In [-1, 1], not 0. */
@@ -97,11 +116,13 @@ export function reinforce(entry: EntryRecord, credit: Credit): Learned {
     }
   };
   const state = (): PromotionState => learning.promotionState;
+  const untrusted = evidenceTrust(entry) === "untrusted";
+  const withheld = untrusted && positive && state() === "" && canBeProposed(entry, learning, scope, true) ? UNTRUSTED_WITHHELD : undefined;
   if (positive && state() === "" && canBeProposed(entry, learning, scope)) move("proposed", "global", `confirmed by a positive outcome (${credit.outcomeId})`);
-  if (positive && state() === "proposed") {
+  if (positive && state() === "proposed" && !untrusted) {
     move("auditioning", learning.promotionTargetScope, `credited by a positive outcome (${credit.outcomeId}); recalled in other runs at reduced weight`);
   }
-  if (state() === "auditioning" && learning.auditionWins >= AUDITION_WINS && confidence >= PROMOTE_CONFIDENCE) {
+  if (state() === "auditioning" && !untrusted && learning.auditionWins >= AUDITION_WINS && confidence >= PROMOTE_CONFIDENCE) {
     move("promoted", learning.promotionTargetScope, `${learning.auditionWins} positive outcomes in other runs, confidence ${confidence.toFixed(2)}`);
   }
   if (!positive && (state() === "proposed" || state() === "auditioning")) {
@@ -118,38 +139,64 @@ export function reinforce(entry: EntryRecord, credit: Credit): Learned {
   if (!positive && state() === "" && learning.negativeStreak >= QUARANTINE_STREAK) {
     move("quarantined", scope, `${learning.negativeStreak} negative outcomes in a row (${credit.outcomeId})`);
   }
-  return { learning, confidence, lessonScope: scope, moves };
+  return { learning, confidence, lessonScope: scope, moves, withheld };
 }
 
-/** A lesson re-learned (merged) from new evidence: in another run it is confirmed and may be proposed. */
-export function relearn(entry: EntryRecord, runId: string, candidateConfidence: number, newEvidence: boolean): Learned {
+/**
+ * A lesson re-learned (merged) from new evidence: in another run it is confirmed and may be proposed. `by` is the trust
+ * of the evidence it was learned from now: untrusted evidence neither raises its confidence nor proposes it.
+ */
+export function relearn(entry: EntryRecord, runId: string, candidateConfidence: number, newEvidence: boolean, by: Trust = "trusted"): Learned {
   const before = entry.learning;
   const confirmedRuns = before.confirmedRuns.includes(runId) ? before.confirmedRuns : [...before.confirmedRuns, runId].slice(-MAX_CONFIRMED_RUNS);
+  // Untrusted evidence repeating a lesson is no reason to believe it more: a planted page reads the same every time.
+  const counts = newEvidence && by === "trusted";
   let learning: LearningState = {
     ...before,
     confirmedRuns,
-    evidenceFor: before.evidenceFor + (newEvidence ? RELEARNED_WEIGHT * candidateConfidence : 0),
+    evidenceFor: before.evidenceFor + (counts ? RELEARNED_WEIGHT * candidateConfidence : 0),
   };
-  const confidence = newEvidence ? posteriorMean(learning) : entry.confidence;
+  const confidence = counts ? posteriorMean(learning) : entry.confidence;
   const moves: PromotionMove[] = [];
-  if (isKnowledge(entry) && runId !== entry.runId && learning.promotionState === "" && canBeProposed(entry, learning, entry.lessonScope)) {
+  const proposable = isKnowledge(entry) && runId !== entry.runId && learning.promotionState === "" && canBeProposed(entry, learning, entry.lessonScope, true);
+  if (proposable && (evidenceTrust(entry) === "untrusted" || by === "untrusted")) {
+    const withheld = evidenceTrust(entry) === "untrusted" ? UNTRUSTED_WITHHELD : "re-learned from untrusted evidence: not proposed for promotion";
+    return { learning, confidence, lessonScope: entry.lessonScope, moves, withheld };
+  }
+  if (proposable) {
     moves.push({ from: "", to: "proposed", targetScope: "global", reason: `re-learned in run ${JSON.stringify(runId)}` });
     learning = { ...learning, promotionState: "proposed", promotionTargetScope: "global" };
   }
   return { learning, confidence, lessonScope: entry.lessonScope, moves };
 }
 
-function canBeProposed(entry: EntryRecord, learning: LearningState, scope: string): boolean {
-  return scope !== "global" && !learning.promotionRefused && entry.validationStatus !== "invalidated" && !isStaleRecordLike(entry);
+/** Whether the entry may be proposed for promotion; `ignoringTrust` asks whether it could but for its trust. */
+function canBeProposed(entry: EntryRecord, learning: LearningState, scope: string, ignoringTrust = false): boolean {
+  return (
+    scope !== "global" &&
+    !learning.promotionRefused &&
+    entry.validationStatus !== "invalidated" &&
+    !isStaleRecordLike(entry) &&
+    (ignoringTrust || evidenceTrust(entry) === "trusted")
+  );
+}
+
+/** The provenance of knowledge made trusted: origin and lineage kept, trust raised. */
+export function trusted(entry: EntryRecord): Provenance {
+  return { ...entry.provenance, trust: "trusted" };
 }
 
 function isStaleRecordLike(entry: EntryRecord): boolean {
   return entry.stale || entry.supersededBy !== "";
 }
 
-/** A person's decision on a pending promotion. */
+/**
+ * A person's decision on a pending promotion, or on untrusted knowledge (which is never proposed): accepting makes it
+ * trusted (the person corroborates it), and promotable from then on; refusing it means it is never proposed again.
+ */
 export function resolvePromotion(entry: EntryRecord, accept: boolean, reason: string): Learned & { validationStatus: string } {
   const before = entry.learning;
+  const corroborated = accept && evidenceTrust(entry) === "untrusted";
   const quarantined = before.promotionState === "quarantined";
   const learning: LearningState = {
     ...before,
@@ -167,6 +214,7 @@ export function resolvePromotion(entry: EntryRecord, accept: boolean, reason: st
     // Refusing a quarantined lesson confirms the quarantine: it stays out of guidance as invalidated.
     validationStatus: !accept && quarantined ? "invalidated" : entry.validationStatus,
     moves: [{ from: before.promotionState, to: accept ? "accepted" : "refused", targetScope: before.promotionTargetScope, reason: `${accept ? "accepted" : "refused"} by a person${reason === "" ? "" : `: ${reason}`}` }],
+    ...(corroborated ? { provenance: trusted(entry), flags: entry.flags.filter((f) => f !== INSTRUCTION_FLAG), trustReason: `accepted by a person${reason === "" ? "" : `: ${reason}`}` } : {}),
   };
 }
 

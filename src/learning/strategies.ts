@@ -1,5 +1,6 @@
 // Strategies: clusters of similar lessons and rules across runs (lessons sharing most of their index terms), each
 // with its support, the success rate of the outcomes that credited its lessons, and a representative statement.
+import { isUntrustedKnowledge } from "../memory/evidence-trust.js";
 import { createHash } from "node:crypto";
 import type { Catalog } from "../retrieval/catalog.js";
 import { isStaleRecord, type EntryRecord, type EntryStore } from "../storage/entry-store.js";
@@ -56,6 +57,8 @@ export async function surfaceStrategies(entries: EntryStore, catalog: Catalog, o
     if (input.runId !== "" && catalog.runOf(seq) !== input.runId && !catalog.isGlobalLesson(seq)) continue;
     const record = entries.get(seq);
     if (record === undefined || isStaleRecord(record)) continue;
+    // Untrusted knowledge is guidance nowhere but in its own run (see memory/evidence-trust.ts).
+    if (isUntrustedKnowledge(record) && record.runId !== input.runId) continue;
     if (input.lessonTypes.size > 0 && !input.lessonTypes.has(lessonTypeOf(record))) continue;
     if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
     lessons.push({ record, terms: new Set(entries.termsOf(seq)?.keys() ?? []) });

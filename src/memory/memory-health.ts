@@ -1,9 +1,12 @@
 // Memory quality over the newest entries of a scope: counts, staleness, section health, low-confidence lessons,
-// contradicting lesson and rule pairs, pending promotions, quarantined and stale lessons. Both the inspection walk and the pairwise contradiction search run in time slices
+// contradicting lesson and rule pairs, pending promotions, quarantined and stale lessons, untrusted and
+// instruction-flagged entries. Both the inspection walk and the pairwise contradiction search run in time slices
 // (see scan.ts), so a large scope never holds the event loop for more than a couple of milliseconds at a time.
 import { CONTEXT_SECTIONS, sectionOf, type ContextSectionName } from "../retrieval/context/assemble-context.js";
 import { isStaleRecord, type EntryRecord, type EntryStore } from "../storage/entry-store.js";
 import { TimeSlicer, chunkedVisibleSeqs } from "./scan.js";
+import { isUntrustedKnowledge } from "./evidence-trust.js";
+import { INSTRUCTION_FLAG } from "./instruction-detector.js";
 
 const LOW_CONFIDENCE = 0.5;
 /** Lessons at least this similar (cosine of their vectors) are compared for disagreement. */
@@ -12,6 +15,8 @@ const SAME_SUBJECT = 0.8;
 export const MAX_COMPARED_LESSONS = 1000;
 const NEGATION = /\b(not|never|don't|do not|avoid|shouldn't|should not|no longer|stop)\b/i;
 const DAY_MS = 86_400_000;
+/** Ids of flagged entries and untrusted lessons a report lists at most (the counts cover all inspected). */
+export const MAX_LISTED_IDS = 20;
 
 export interface HealthScope {
   /** Owner whose entries are inspected; undefined for every owner's (admins). */
@@ -56,6 +61,13 @@ export interface HealthReport {
   readonly quarantined: EntryRecord[];
   /** Stale lessons and rules (superseded or marked stale), newest first. */
   readonly staleLessons: EntryRecord[];
+  /** Inspected entries whose provenance trust is `untrusted`. */
+  readonly untrusted: number;
+  /** Inspected entries ingest flagged `instruction_like`; `flaggedIds` the newest MAX_LISTED_IDS of them. */
+  readonly instructionFlagged: number;
+  readonly flaggedIds: string[];
+  /** The newest MAX_LISTED_IDS inspected lessons and rules that are untrusted (see memory/evidence-trust.ts). */
+  readonly untrustedLessonIds: string[];
 }
 
 /** Lesson vectors are compared through the index; the query side comes from the store, read once per lesson. */
@@ -127,9 +139,17 @@ export async function assessHealth(entries: EntryStore, vectors: LessonVectors, 
   const isStale = (e: EntryRecord): boolean => isStaleRecord(e) || scope.now - e.createdAt > scope.staleDays * DAY_MS;
   const counts: Record<string, number> = {};
   let stale = 0;
+  let untrusted = 0;
+  const flagged: string[] = [];
+  let instructionFlagged = 0;
   for (const entry of inspected) {
     counts[entry.entryType] = (counts[entry.entryType] ?? 0) + 1;
     if (isStale(entry)) stale++;
+    if (entry.provenance.trust === "untrusted") untrusted++;
+    if (entry.flags.includes(INSTRUCTION_FLAG)) {
+      instructionFlagged++;
+      if (flagged.length < MAX_LISTED_IDS) flagged.push(entry.id);
+    }
   }
   const knowledge = inspected.filter((e) => e.entryType === "lesson" || e.entryType === "rule");
   const lessons = knowledge.filter((e) => !isStaleRecord(e) && e.learning.promotionState !== "quarantined");
@@ -144,5 +164,9 @@ export async function assessHealth(entries: EntryStore, vectors: LessonVectors, 
     promotionCandidates: knowledge.filter((e) => e.learning.promotionState === "proposed" || e.learning.promotionState === "auditioning"),
     quarantined: knowledge.filter((e) => e.learning.promotionState === "quarantined"),
     staleLessons: knowledge.filter(isStaleRecord),
+    untrusted,
+    instructionFlagged,
+    flaggedIds: flagged,
+    untrustedLessonIds: knowledge.filter(isUntrustedKnowledge).slice(0, MAX_LISTED_IDS).map((e) => e.id),
   };
 }

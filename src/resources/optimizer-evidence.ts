@@ -1,5 +1,6 @@
 // What an optimization learns from: an agent's trusted lessons and its recent outcomes, and the built-in composition
 // of a candidate text from them (used without a language model, and whenever the model's answer cannot be used).
+import { isUntrustedKnowledge } from "../memory/evidence-trust.js";
 import type { Catalog } from "../retrieval/catalog.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { listLessons, lessonTypeOf } from "../learning/lesson-listing.js";
@@ -64,6 +65,8 @@ export async function gatherEvidence(sources: EvidenceSources, owner: number, ag
 
 function trusted(record: EntryRecord): boolean {
   if (record.learning.promotionState === "quarantined" || record.validationStatus === "invalidated") return false;
+  // Text read from a tool, a document or a web page never shapes a prompt on its own.
+  if (isUntrustedKnowledge(record)) return false;
   return record.validationStatus === "validated" || record.confidence >= MIN_LESSON_CONFIDENCE;
 }
 

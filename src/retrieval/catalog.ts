@@ -6,6 +6,7 @@ import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
 import { ORIGINS, type Origin, type Trust } from "../storage/provenance.js";
 import type { EntryExpiry } from "../storage/entry-expiry.js";
 import { ExpiryQueue } from "./expiry-queue.js";
+import { evidenceTrust } from "../memory/evidence-trust.js";
 
 const FLAG_PRESENT = 1;
 const FLAG_STALE = 2;
@@ -370,8 +371,10 @@ export class Catalog {
     const knowledge = record.entryType === "rule" || record.entryType === "lesson";
     const learning = record.learning;
     const withheld = knowledge && (learning.promotionState === "quarantined" || record.validationStatus === "invalidated");
-    const auditioning = knowledge && !withheld && learning.promotionState === "auditioning" && record.lessonScope !== "global";
-    const globalLesson = knowledge && !withheld && (record.lessonScope === "global" || auditioning);
+    // Untrusted knowledge stays in its run whatever its scope says (see memory/evidence-trust.ts).
+    const reachesOtherRuns = knowledge && !withheld && evidenceTrust(record) === "trusted";
+    const auditioning = reachesOtherRuns && learning.promotionState === "auditioning" && record.lessonScope !== "global";
+    const globalLesson = reachesOtherRuns && (record.lessonScope === "global" || auditioning);
     page.provenance[row] = ORIGINS.indexOf(record.provenance.origin) | (record.provenance.trust === "untrusted" ? PROVENANCE_UNTRUSTED : 0);
     page.learned[row] = learnedWeight(record.confidence, learning.reinforcementCount, learning.verifiedInProduction);
     page.flags[row] =

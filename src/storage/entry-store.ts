@@ -9,7 +9,7 @@ import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
 import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
-import { DEFAULT_TRUST_POLICY, type TrustPolicy } from "./provenance.js";
+import { DEFAULT_TRUST_POLICY, type Provenance, type TrustPolicy } from "./provenance.js";
 import { EntryExpiry } from "./entry-expiry.js";
 
 export * from "./entry-record.js";
@@ -55,10 +55,14 @@ export interface EntryPatch {
   readonly learning?: LearningState;
   /** Lineage: replaced whole when a merge adds sources; not audited. */
   readonly sourceIds?: readonly string[];
+  /** Where the entry came from: replaced whole when corroboration makes it trusted; audited by the caller (`trust`). */
+  readonly provenance?: Provenance;
+  /** Ingest flags: replaced whole when a person accepts flagged knowledge; audited by the caller (`trust`). */
+  readonly flags?: readonly string[];
 }
 
 /** Patch fields that are bookkeeping rather than a change someone made: compared by value and never audited. */
-const BOOKKEEPING_FIELDS: ReadonlySet<string> = new Set(["learning", "sourceIds"]);
+const BOOKKEEPING_FIELDS: ReadonlySet<string> = new Set(["learning", "sourceIds", "provenance", "flags"]);
 
 /** Who made a change and why, recorded in the entry's audit trail. */
 export interface ChangeAttribution {

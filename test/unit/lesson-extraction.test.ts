@@ -373,6 +373,7 @@ describe("LlmExtractor", () => {
       confidence: 0.9,
       degraded: false,
       fallbackReason: "",
+      readsAllEvidence: true,
     });
     const [request] = chat.requests;
     expect(request?.purpose).toBe("reflect");

@@ -1860,6 +1860,24 @@ export const LearningService: GenService<{
    * built-in extractor reads at most the run's 2,000 most recent entries.
    * One reflection per user runs at a time, so concurrent reflections of the
    * same evidence store no duplicates either.
+   * Engram design — untrusted evidence: an extracted lesson is no more
+   * trusted than the evidence it was made from (its `source_ids`; with the
+   * LLM extractor, also any `instruction_like` entry the model read). An
+   * entry is untrusted evidence when its provenance trust is `untrusted` or
+   * ingest flagged it `instruction_like`; outcomes and directive hints are
+   * the caller's word and trusted. An untrusted lesson (provenance origin
+   * `system`, trust `untrusted`) is stored as type `observation` instead of
+   * `rule`, in its run's scope; outcomes and re-learning never propose,
+   * audition or promote it (its audit trail says why, once, as `promotion`
+   * none → `withheld`), and re-learning from untrusted evidence never raises
+   * any lesson's confidence nor proposes it; it is never recalled in other runs (query, context,
+   * recall, diagnose, strategies) nor overlaid as a rule or lesson. It
+   * becomes trusted (audited as `trust` untrusted → trusted, with the reason)
+   * when a trusted candidate merges into it — unless its own text reads as
+   * an instruction (a command, a URL to fetch, words to an AI reader) — or
+   * when a person accepts it with ResolveLessonPromotion (UpdateLesson
+   * setting its scope does not: it still reaches no other run). Caller-
+   * supplied `lessons` are the caller's word and trusted.
    * Errors: INVALID_ARGUMENT (empty `run_id`; a lesson with empty `content`
    * or an unknown `lesson_type`, `scope` or `importance`, naming the field as
    * `lessons[i].field`; nothing of the batch is stored), NOT_FOUND
@@ -1901,9 +1919,14 @@ export const LearningService: GenService<{
    * `auditioning` or `quarantined`). Accepting moves the lesson to
    * `promotion_target_scope`; refusing keeps its scope. Either way the
    * promotion state is cleared and the decision is audited on the lesson.
+   * Engram design: an untrusted lesson (see Reflect), which is never
+   * proposed, may be resolved without a pending promotion: accepting makes
+   * it trusted (a person corroborates it; its `instruction_like` flag is
+   * lifted, audited as `trust`), so it can be proposed and promoted like any
+   * other from then on; refusing means it is never proposed.
    * Errors: INVALID_ARGUMENT (empty `lesson_id`, `resolution` not `accept` or
    * `refuse`), NOT_FOUND (no such lesson of the caller), FAILED_PRECONDITION
-   * (the lesson has no pending promotion).
+   * (the lesson has no pending promotion and is not untrusted).
    *
    * @generated from rpc engram.v2.LearningService.ResolveLessonPromotion
    */

@@ -88,7 +88,8 @@ export class LlmExtractor implements LessonExtractor {
     const parsed = parseExtractionReply(reply, evidence);
     if (typeof parsed === "string") return this.#fallBack(evidence, signal, `LLM extraction failed (${parsed})`);
     const { extraction, dropped } = parsed;
-    if (extraction.lessons.length > 0) return extraction;
+    // The model read every item shown: a planted instruction anywhere may have shaped any of its lessons.
+    if (extraction.lessons.length > 0) return { ...extraction, readsAllEvidence: true };
     const fallback = await this.#fallback.extract(evidence, signal);
     // Neither found anything: the model's word stands, and nothing was degraded.
     if (fallback.lessons.length === 0) return { ...fallback, summary: extraction.summary === "" ? fallback.summary : extraction.summary };

@@ -1,5 +1,6 @@
 // Second-phase placement: entries the query names by id or reference come first, and the scope's standing
 // knowledge (active rules, relevant lessons) is overlaid on the ranked hits.
+import { isUntrustedKnowledge } from "../../memory/evidence-trust.js";
 import type { EntryStore } from "../../storage/entry-store.js";
 import type { Catalog } from "../catalog.js";
 import type { Hit, Scored, ScoreParts, ToHit } from "./hit.js";
@@ -69,7 +70,8 @@ export function overlayKnowledge(
     if (added >= budget) break;
     const parts = scores.get(overlay.seq)?.parts ?? NO_PARTS;
     const hit = toHit(overlay.seq, overlay.score, parts, overlay.type === "rule" ? "rule_overlay" : "lesson_overlay");
-    if (hit === undefined) continue;
+    // Untrusted knowledge is never standing guidance: it may rank as evidence, never be overlaid as a rule or lesson.
+    if (hit === undefined || isUntrustedKnowledge(hit.entry)) continue;
     if (hits.length >= limit) {
       const replaceAt = findLastIndex(hits, (h) => h.mode === "semantic");
       if (replaceAt < 0) break;

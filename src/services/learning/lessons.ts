@@ -1,6 +1,7 @@
 // Lesson maintenance routes: update (scope, validation status, stale, confidence, content, importance, lane,
 // metadata; every change audited), delete, and a person's decision on a pending promotion.
 import type { ServiceImpl } from "@connectrpc/connect";
+import { isUntrustedKnowledge } from "../../memory/evidence-trust.js";
 import type { LearningService } from "../../../gen/engram/v2/learning_service_pb.js";
 import { callerOf, isAdmin, type Principal } from "../../auth/principal.js";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -76,7 +77,8 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
       const applied = await deps.storage.transaction(() => {
         const current = deps.entries.get(lesson.seq);
         if (current === undefined) return undefined;
-        if (current.learning.promotionState === "") {
+        // Untrusted knowledge is never proposed: a person resolves it as it is (accepting corroborates it).
+        if (current.learning.promotionState === "" && !isUntrustedKnowledge(current)) {
           throw new ConnectError(`lesson ${quoted(req.lessonId)} has no pending promotion`, Code.FailedPrecondition);
         }
         const resolved = resolvePromotion(current, accept, by.reason);

@@ -9,6 +9,7 @@ import { isStaleRecord } from "../../storage/entry-store.js";
 import type { MemoryDeps } from "./deps.js";
 import { evidenceOfEntry, evidenceOfHit, type EvidenceInit } from "./evidence.js";
 import { readableScopes, retrieve } from "./retrieve.js";
+import { untrustedLabel } from "../../memory/evidence-trust.js";
 import { withinLanes } from "../../memory/scoped-search.js";
 import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import { handoffView } from "../coordination/coordination-views.js";
@@ -34,6 +35,7 @@ interface Candidate {
   readonly referenceId: string;
   readonly referenceable: boolean;
   readonly isStale: boolean;
+  readonly quotedAs: string;
   readonly evidence: EvidenceInit;
 }
 
@@ -47,6 +49,7 @@ function candidateOf(evidence: EvidenceInit, hit: Pick<Hit, "entry" | "mode" | "
     referenceId: hit.entry.referenceId,
     referenceable: hit.entry.referenceId !== "",
     isStale: isStaleRecord(hit.entry),
+    quotedAs: untrustedLabel(hit.entry),
     evidence,
   };
 }

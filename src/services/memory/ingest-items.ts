@@ -1,5 +1,6 @@
 // Validates and normalises ingest and batch-insert items into entries ready to store.
-import type { BatchInsertItem, IngestItem } from "../../../gen/engram/v2/memory_service_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { ProvenanceSchema, type BatchInsertItem, type IngestItem, type Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
 import { invalidArgument, quoted } from "../../platform/errors.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, LESSON_SCOPES, LESSON_TYPES, SOURCES, newEntry, type EntryType, type NewEntry } from "../../storage/entry-store.js";
 import type { JobItem } from "../../memory/ingest-queue.js";
@@ -7,6 +8,7 @@ import { isEnvTag } from "../../retrieval/env-tags.js";
 import { bounded, content, jsonObject, oneOf, parseJson, unixSeconds } from "./validate.js";
 import type { ItemVectors, RequestSpaces } from "./vector-space-input.js";
 import { expiryOf, provenanceOf, type WriteOrigin } from "./provenance-input.js";
+import { MAX_TOOL_NAME_CHARS, MAX_URL_CHARS, type Origin } from "../../storage/provenance.js";
 
 export const MAX_ITEMS = 1000;
 
@@ -63,6 +65,32 @@ function entryTypeOf(field: string, entryType: string, intent: string): { type: 
   return { type: "fact", reasoning: "default", confidence: 0.5 };
 }
 
+/** A metadata value usable as a tool name or URL: a string within the provenance limits, else undefined. */
+function metadataText(metadata: Record<string, unknown>, keys: readonly string[], max: number, allowSpaces: boolean): string | undefined {
+  for (const key of keys) {
+    const value = metadata[key];
+    if (typeof value !== "string" || value === "" || value.length > max) continue;
+    if (/[\u0000-\u001f]/u.test(value) || (!allowSpaces && /\s/u.test(value))) continue;
+    return value;
+  }
+  return undefined;
+}
+
+/**
+ * The provenance an ingest item states, or, when it states none, what its intent and metadata say: intent
+ * `tool_output` is a tool's output; metadata `tool_name`/`tool` names the tool (origin `tool`), `url`/`source_url`
+ * where the text was fetched from (origin `web`). A write that states provenance is taken as it is.
+ */
+function statedOrDerivedProvenance(stated: ProvenanceInput | undefined, intent: string, metadata: Record<string, unknown>): ProvenanceInput | undefined {
+  const statesNone = stated === undefined || (stated.origin === "" && stated.toolName === "" && stated.url === "" && stated.trust === "");
+  if (!statesNone) return stated;
+  const toolName = metadataText(metadata, ["tool_name", "tool"], MAX_TOOL_NAME_CHARS, true);
+  const url = metadataText(metadata, ["url", "source_url"], MAX_URL_CHARS, false);
+  const origin: Origin | undefined = url !== undefined ? "web" : toolName !== undefined || intent.toLowerCase() === "tool_output" ? "tool" : undefined;
+  if (origin === undefined) return stated;
+  return create(ProvenanceSchema, { origin, toolName: toolName ?? "", url: url ?? "" });
+}
+
 /** An ingest item; a space it creates is claimed at once (any problem fails the whole request). */
 export function ingestItem(item: IngestItem, index: number, owner: number, runId: string, agentId: string, spaces: RequestSpaces, origin: WriteOrigin): JobItem {
   const field = `items[${index}]`;
@@ -94,6 +122,8 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
   spaces.claim(vectors);
   const { vector } = vectors;
   const source = oneOf(`${field}.source`, item.source, SOURCES, "agent");
+  const provenance = provenanceOf(`${field}.provenance`, statedOrDerivedProvenance(item.provenance, item.intent, metadata), source, origin);
+  // Flags and the guard on untrusted knowledge are set later, in time slices (memory/ingest-screening.ts).
   const entry: NewEntry = {
     sourceIds: [],
     owner,
@@ -114,7 +144,7 @@ export function ingestItem(item: IngestItem, index: number, owner: number, runId
     envTags: envTags(`${field}.env_tags`, item.envTags),
     derived: false,
     confidence: 1,
-    provenance: provenanceOf(`${field}.provenance`, item.provenance, source, origin),
+    provenance,
     flags: [],
     expiresAt: expiryOf(`${field}.`, item.ttlSeconds, item.expiresAt, origin.now),
     absorbedIds: [],
@@ -148,20 +178,24 @@ export function batchItem(
   if (type === "lesson") throw invalidArgument(`${field}.entry_type`, "lessons need lesson fields: use Ingest or Remember");
   const occurrence = unixSeconds(`${field}.occurrence_time`, item.occurrenceTime);
   const source = oneOf(`${field}.source`, item.source, SOURCES, "agent");
+  const text = content(`${field}.text`, item.text);
+  const metadataJson = jsonObject(`${field}.metadata_json`, item.metadataJson);
+  const metadata = JSON.parse(metadataJson) as Record<string, unknown>;
+  const provenance = provenanceOf(`${field}.provenance`, statedOrDerivedProvenance(item.provenance, "", metadata), source, origin);
   const entry = newEntry({
     owner,
     runId,
     agentId,
     userId: bounded(`${field}.user_id`, item.userId),
     entryType: type,
-    content: content(`${field}.text`, item.text),
+    content: text,
     importance: type === "rule" ? "high" : "medium",
-    metadataJson: jsonObject(`${field}.metadata_json`, item.metadataJson),
+    metadataJson,
     lane: bounded(`${field}.lane`, item.lane),
     occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
     source,
     envTags: envTags(`${field}.env_tags`, item.envTags),
-    provenance: provenanceOf(`${field}.provenance`, item.provenance, source, origin),
+    provenance,
     expiresAt: expiryOf(`${field}.`, item.ttlSeconds, item.expiresAt, origin.now),
   });
   return { entry, ...spaces.check(field, item.vectorSpace, item.embedding) };

@@ -1,6 +1,7 @@
 // Ingest routes: asynchronous jobs, the synchronous bulk write, job status and per-run ingest statistics.
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
+import { screenEntries } from "../../memory/ingest-screening.js";
 import type { BatchInsertItemResult, MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf, isAdmin } from "../../auth/principal.js";
 import { invalidArgument, notFound, permissionDenied } from "../../platform/errors.js";
@@ -58,7 +59,7 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
       checkItemCount(req.items.length);
       const spaces = spacesOf(caller.userId);
       const origin = { trustPolicy: deps.trustPolicy, keyId: caller.keyId, now: deps.now() };
-      const items = req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, spaces, origin));
+      const items = await screenEntries(req.items.map((item, i) => ingestItem(item, i, caller.userId, runId, agentId, spaces, origin)));
       const mayWrite = deps.agents.writeCheck(caller.userId, runId, agentId);
       items.forEach((item, i) => {
         const refusal = mayWrite(item.entry);
@@ -99,6 +100,12 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
           if (!(e instanceof ConnectError)) throw e;
           results.push({ itemId, success: false, entryId: "", error: e.rawMessage, deduplicated: false });
         }
+      });
+      // Flags and the guard on untrusted knowledge, in time slices, before anything is compared or written.
+      const screened = await screenEntries(valid.map((v) => v.item));
+      screened.forEach((item, j) => {
+        const slot = valid[j];
+        if (slot !== undefined) slot.item = item;
       });
       const existing = req.deduplicate
         ? await duplicates.find(caller.userId, runId, valid.map((v) => v.item.entry))

@@ -49,6 +49,10 @@ export function memoryHealthHandlers(deps: MemoryDeps): Handlers {
         entriesInspected: report.inspected,
         quarantinedLessonIds: report.quarantined.map((l) => l.id),
         staleLessonIds: report.staleLessons.map((l) => l.id),
+        untrustedEntries: report.untrusted,
+        instructionFlaggedEntries: report.instructionFlagged,
+        instructionFlaggedEntryIds: report.flaggedIds,
+        untrustedLessonIds: report.untrustedLessonIds,
       };
     },
   };

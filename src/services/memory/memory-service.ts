@@ -10,18 +10,10 @@ import { contextHandlers } from "./context.js";
 import { archiveHandlers } from "./archive.js";
 import { memoryHealthHandlers } from "./memory-health.js";
 import { activityHandlers } from "./activity.js";
-import { provenanceFilterOf } from "./provenance-filter-input.js";
-import { REQUEST_PROVENANCE_FILTER } from "./retrieve.js";
 
 export function memoryService(deps: MemoryDeps, events: EventBus): ServiceImpl<typeof MemoryService> {
-  const rememberRecall = rememberRecallHandlers(deps);
   return {
-    ...rememberRecall,
-    // Recall's question is built in remember-recall.ts; its provenance filter reaches the search through the context.
-    recall(req, ctx) {
-      ctx.values.set(REQUEST_PROVENANCE_FILTER, provenanceFilterOf(req.origins, req.trust));
-      return rememberRecall.recall(req, ctx);
-    },
+    ...rememberRecallHandlers(deps),
     ...queryHandlers(deps),
     ...ingestHandlers(deps),
     ...contextHandlers(deps),

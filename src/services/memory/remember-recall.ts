@@ -7,8 +7,10 @@ import { IMPORTANCE_LEVELS, LESSON_SCOPES, newEntry } from "../../storage/entry-
 import { narrowEntryTypes } from "../../coordination/agent-access.js";
 import type { MemoryDeps } from "./deps.js";
 import { expiryOf, provenanceOf } from "./provenance-input.js";
+import { screenedEntry } from "../../memory/ingest-screening.js";
 import { evidenceOfHit } from "./evidence.js";
 import { retrieve } from "./retrieve.js";
+import { provenanceFilterOf } from "./provenance-filter-input.js";
 import { BUDGETS, bounded, clampLimit, content, entryTypeFilter, jsonObject, oneOf, required, timeBounds, unixSeconds } from "./validate.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "remember" | "recall">;
@@ -34,21 +36,23 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
       const [written] = await deps.writer.write(
         [
           {
-            entry: newEntry({
-              owner: caller.userId,
-              runId: sessionId,
-              agentId: req.agentId,
-              userId: req.userId,
-              entryType: intent,
-              content: text,
-              lessonScope: intent === "lesson" ? scope : "",
-              lessonType: intent === "lesson" ? "observation" : "",
-              importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
-              metadataJson: jsonObject("metadata_json", req.metadataJson),
-              occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
-              provenance,
-              expiresAt,
-            }),
+            entry: screenedEntry(
+              newEntry({
+                owner: caller.userId,
+                runId: sessionId,
+                agentId: req.agentId,
+                userId: req.userId,
+                entryType: intent,
+                content: text,
+                lessonScope: intent === "lesson" ? scope : "",
+                lessonType: intent === "lesson" ? "observation" : "",
+                importance: oneOf("importance", req.importance, IMPORTANCE_LEVELS, "medium"),
+                metadataJson: jsonObject("metadata_json", req.metadataJson),
+                occurrenceTime: occurrence || Math.floor(Date.now() / 1000),
+                provenance,
+                expiresAt,
+              }),
+            ),
           },
         ],
         "remember",
@@ -82,6 +86,7 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
         limit: clampLimit(req.limit, 10, 100),
         budget: oneOf("budget", req.budget, BUDGETS, "mid"),
         rankBy: "relevance",
+        provenance: provenanceFilterOf(req.origins, req.trust),
       });
       const answer = await deps.answerer.answer(query, result.hits);
       return {

@@ -1,0 +1,29 @@
+// Screens new entries before they are stored: flags instruction-like text (memory/instruction-detector.ts) and keeps
+// untrusted lessons and rules from being stored as guidance (memory/evidence-trust.ts). The detector reads up to
+// ~32k characters of each entry, so a request of many large items is screened in time slices.
+import { performance } from "node:perf_hooks";
+import type { NewEntry } from "../storage/entry-record.js";
+import { guardedKnowledge } from "./evidence-trust.js";
+import { ingestFlags } from "./instruction-detector.js";
+import { SLICE_MS, TimeSlicer } from "./scan.js";
+
+/** An entry as it is stored: its ingest flags set, and, when untrusted knowledge, guarded. */
+export function screenedEntry(entry: NewEntry): NewEntry {
+  const flags = [...new Set([...entry.flags, ...ingestFlags(entry.content, entry.provenance.trust)])];
+  return guardedKnowledge({ ...entry, flags });
+}
+
+/** `screenedEntry` of each item's entry, in order, yielding to the event loop every SLICE_MS. */
+export async function screenEntries<T extends { readonly entry: NewEntry }>(items: readonly T[]): Promise<T[]> {
+  const slicer = new TimeSlicer();
+  let sliceStart = performance.now();
+  const out: T[] = [];
+  for (const item of items) {
+    out.push({ ...item, entry: screenedEntry(item.entry) });
+    if (performance.now() - sliceStart >= SLICE_MS) {
+      await slicer.pause();
+      sliceStart = performance.now();
+    }
+  }
+  return out;
+}
