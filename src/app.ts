@@ -97,6 +97,7 @@ import { AdminService } from "../gen/engram/v2/admin_service_pb.js";
 import { adminService } from "./services/admin/admin-service.js";
 import { tenantService } from "./services/tenant/tenant-service.js";
 import { createTenantTransfer } from "./tenant/tenant-transfer.js";
+import { Consolidator } from "./memory/consolidation.js";
 import { startConsole, type ConsoleServer } from "./console/console-server.js";
 
 export interface Engram {
@@ -154,6 +155,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runDirectory = new RunDirectory(index.catalog);
   const runLinks = new RunLinks(storage, events);
   const writer = new EntryWriter(entries, index, events, metrics);
+  writer.consolidateWith(new Consolidator(storage, entries, index, events, logger, config.consolidation));
   const background = new BackgroundGate();
   // Clustered, a node works the jobs and purges of the shards it serves; its store may hold others (a larger snapshot).
   const worksFor = (owner: number): boolean => cluster?.servesOwner(owner) ?? true;

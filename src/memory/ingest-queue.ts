@@ -480,6 +480,7 @@ export class IngestQueue {
       });
       this.#writer.committed(written, prepared, "ingest");
       this.#indexing = undefined;
+      await this.#writer.consolidate(written, prepared);
       this.#metrics.ingestJobs.inc({ status: "completed" });
       this.#publish(finished!, "ingest.job.completed", {});
     } catch (e: unknown) {
