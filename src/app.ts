@@ -98,6 +98,7 @@ import { adminService } from "./services/admin/admin-service.js";
 import { tenantService } from "./services/tenant/tenant-service.js";
 import { createTenantTransfer } from "./tenant/tenant-transfer.js";
 import { Consolidator } from "./memory/consolidation.js";
+import { Forgetting } from "./memory/forget.js";
 import { startConsole, type ConsoleServer } from "./console/console-server.js";
 
 export interface Engram {
@@ -184,6 +185,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   livenessWatch.load(storage);
   agentRegistry.watchWith(livenessWatch);
   const handoffs = new Handoffs(storage, events);
+  const changes = new EntryChanges(storage, entries, index, events);
+  const memoryNow = options.memoryNow ?? Date.now;
   const memoryDeps = {
     agents: agentRegistry,
     handoffs,
@@ -197,11 +200,11 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     directSearchEnabled: config.coreEnableDirectSearch,
     runLinks,
     trustPolicy: config.trustPolicy,
-    now: options.memoryNow ?? Date.now,
+    now: memoryNow,
+    forgetting: new Forgetting(entries, index, changes, events, memoryNow),
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
   router.service(CoordinationService, coordinationService({ agents: agentRegistry, handoffs, liveness: { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs } }));
-  const changes = new EntryChanges(storage, entries, index, events);
   const learning = new LearningChanges(entries, index, events);
   const outcomeStore = new OutcomeStore(storage);
   // Every plane's records of a run go in delete_run's one transaction.

@@ -85,6 +85,21 @@ function mergeable(record: EntryRecord): boolean {
   return record.entryType === "fact" && record.upsertKey === "" && !record.derived && !isStaleRecord(record);
 }
 
+/**
+ * Same scope (owner, run, user id, lane) and the same context around the text: tags, metadata, content type, trust
+ * and expiry. Two facts that differ there tell a reader different things even in the same words.
+ */
 function sameScope(a: EntryRecord, b: EntryRecord): boolean {
-  return a.owner === b.owner && a.runId === b.runId && a.userId === b.userId && a.lane === b.lane;
+  return (
+    a.owner === b.owner &&
+    a.runId === b.runId &&
+    a.userId === b.userId &&
+    a.lane === b.lane &&
+    a.metadataJson === b.metadataJson &&
+    a.contentType === b.contentType &&
+    a.provenance.trust === b.provenance.trust &&
+    a.expiresAt === b.expiresAt &&
+    a.envTags.length === b.envTags.length &&
+    a.envTags.every((tag, i) => tag === b.envTags[i])
+  );
 }

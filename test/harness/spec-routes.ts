@@ -130,4 +130,5 @@ export const ENGRAM_ROUTES: readonly SpecRoute[] = [
   { method: "POST", path: "/v2/control/tenant/export", rpc: "engram.v2.TenantService/ExportTenant" },
   { method: "POST", path: "/v2/control/tenant/import", rpc: "engram.v2.TenantService/ImportTenant" },
   { method: "POST", path: "/v2/admin/backup", rpc: "engram.v2.AdminService/CreateBackup" },
+  { method: "POST", path: "/v2/control/forget", rpc: "engram.v2.MemoryService/Forget" },
 ];

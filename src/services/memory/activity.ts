@@ -123,7 +123,7 @@ function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext
   };
 }
 
-function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry {
+function activityEntryOf(e: EntryRecord, projection: Projection, supersedes: readonly string[]): ActivityEntry {
   const compact = projection === "compact";
   return create(ActivityEntrySchema, {
     id: e.id,
@@ -147,6 +147,8 @@ function activityEntryOf(e: EntryRecord, projection: Projection): ActivityEntry 
     derived: e.derived,
     sourceEntryIds: [...e.sourceIds],
     lineageReview: e.lineageReview,
+    supersedes: [...supersedes],
+    absorbedIds: [...e.absorbedIds],
   });
 }
 
@@ -164,7 +166,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       const { page, more } = await activityPage(entries, q, limit, afterSeq);
       const last = page.at(-1);
       return {
-        entries: page.map((e) => activityEntryOf(e, projection)),
+        entries: page.map((e) => activityEntryOf(e, projection, entries.supersededIds(e))),
         nextPageToken: more && last !== undefined ? encodePageToken(q, last.seq) : "",
         totalVisible: await totals.count(q),
       };
@@ -173,7 +175,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
     async exportActivity(req, ctx) {
       const q = queryOf(req, false, ctx, deps.acl);
       const line = (record: EntryRecord): string =>
-        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full"), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
+        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full", entries.supersededIds(record)), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
       try {
         const { content, entryCount } = await exportActivity(entries, q, line);
         return { format: "jsonl", content, entryCount };

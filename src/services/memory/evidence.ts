@@ -7,7 +7,8 @@ export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo"> & {
   explainInfo?: QueryEvidence["explainInfo"];
 };
 
-export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode): EvidenceInit {
+/** `supersedes`: the ids the entry replaced through its upsert key, newest first (EntryStore.supersededIds). */
+export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode, supersedes: readonly string[] = []): EvidenceInit {
   return {
     id: entry.id,
     content: entry.content,
@@ -25,11 +26,13 @@ export function evidenceOfEntry(entry: EntryRecord, score: number, mode: Retriev
     lane: entry.lane,
     occurrenceTime: BigInt(entry.occurrenceTime),
     createdAt: new Date(entry.createdAt).toISOString(),
+    supersedes: [...supersedes],
+    absorbedIds: [...entry.absorbedIds],
   };
 }
 
-export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string): EvidenceInit {
-  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode);
+export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string, supersedes: readonly string[] = []): EvidenceInit {
+  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode, supersedes);
   if (!explain) return evidence;
   return {
     ...evidence,

@@ -91,7 +91,7 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
         finalAnswer: answer.finalAnswer,
         confidence: Math.round(answer.confidence * 1e4) / 1e4,
         mode,
-        evidence: result.hits.map((hit) => evidenceOfHit(hit, req.explain, rankBy)),
+        evidence: result.hits.map((hit) => evidenceOfHit(hit, req.explain, rankBy, deps.entries.supersededIds(hit.entry))),
         citations: answer.citations,
         degraded: result.vectorSkipped !== "" || answer.fallback !== "",
         consultedRuns,
