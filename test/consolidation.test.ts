@@ -143,6 +143,17 @@ describe("near-duplicates", () => {
   });
 });
 
+describe("consolidate: false", () => {
+  it("keeps a batch's repeated facts as written", async () => {
+    const key = await createUser(server.baseUrl, server.adminKey, "merge-opt-out");
+    const text = "The search index is rebuilt nightly from the primary replica";
+    const batch = await ok(rest, RPC.batchInsert, { run_id: "opt-out", consolidate: false, items: [{ text }, { text }] }, key);
+    expect((await factIds(key, "opt-out")).sort()).toEqual([...(batch["entry_ids"] as string[])].sort());
+    const merged = await ok(rest, RPC.batchInsert, { run_id: "opt-in", items: [{ text }, { text }] }, key);
+    expect(await factIds(key, "opt-in")).toEqual([(merged["entry_ids"] as string[])[0]]);
+  });
+});
+
 describe("SERVICE_CONSOLIDATION=off", () => {
   it("keeps repeated facts as written", async () => {
     const off = await startTestServer({ SERVICE_CONSOLIDATION: "off" });
