@@ -111,7 +111,7 @@ export interface Engram {
     fingerprint(): Record<string, string>;
     /** Holds ingest jobs and run purges at their next step until the returned function is called. */
     holdBackground(): () => void;
-    /** Resolves once no ingest job and no run purge is pending. */
+    /** Resolves once no ingest job, no run purge and no consolidation pass is pending. */
     backgroundIdle(): Promise<void>;
   };
   readonly readiness: Readiness;
@@ -156,7 +156,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runDirectory = new RunDirectory(index.catalog);
   const runLinks = new RunLinks(storage, events);
   const writer = new EntryWriter(entries, index, events, metrics);
-  writer.consolidateWith(new Consolidator(storage, entries, index, events, logger, config.consolidation));
+  const consolidator = new Consolidator(storage, entries, index, events, logger, config.consolidation);
+  writer.consolidateWith(consolidator);
   const background = new BackgroundGate();
   // Clustered, a node works the jobs and purges of the shards it serves; its store may hold others (a larger snapshot).
   const worksFor = (owner: number): boolean => cluster?.servesOwner(owner) ?? true;
@@ -317,6 +318,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   ingest.start();
   runDeletion.start();
   livenessWatch.start();
+  if (config.consolidationSweep) consolidator.sweep(background, worksFor);
 
   return {
     port: server.port,
@@ -328,6 +330,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       backgroundIdle: async () => {
         await ingest.idle();
         await runDeletion.idle();
+        await consolidator.idle();
       },
     },
     readiness,
@@ -345,6 +348,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       await ingest.stop();
       livenessWatch.stop();
       await runDeletion.stop();
+      await consolidator.stop();
       await cluster?.close();
       index.saveSparseSnapshot();
       index.close();

@@ -2,7 +2,7 @@
 // facts that differ by an identifier, a negation, a run, a user or an owner stay apart; upsert chains are shown; and
 // Forget erases a subject of one owner exactly as previewed, with a receipt, leaving every other owner untouched.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./harness/server.js";
+import { startTestServer, tempDataDir, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 import { TRANSPORTS, callerFor, restCaller, type Caller, type JsonObject } from "./harness/callers.js";
 import { RPC, expectCode, expectInvalid, ok } from "./harness/memory.js";
@@ -99,8 +99,10 @@ describe("near-duplicates", () => {
       ["Requests to the billing API time out after 30 seconds under load", "Requests to the billing API time out after 300 seconds under load"],
       ["Set FEATURE_FLAG_CHECKOUT=true in the deploy config of the web tier", "Set FEATURE_FLAG_CHECKOUT=false in the deploy config of the web tier"],
     ];
+    // A long shared tail: word overlap and vectors alone would call each pair the same fact.
+    const tail = ", as the runbook the platform team published last quarter says for every production service";
     const written: string[] = [];
-    for (const [a, b] of pairs) written.push(await remember(rest, key, run, a), await remember(rest, key, run, b));
+    for (const [a, b] of pairs) written.push(await remember(rest, key, run, a + tail), await remember(rest, key, run, b + tail));
     expect((await factIds(key, run)).sort()).toEqual([...written].sort());
     for (const entry of await activity(key, run)) expect(entry["absorbed_ids"] ?? []).toEqual([]);
   });
@@ -154,18 +156,36 @@ describe("consolidate: false", () => {
   });
 });
 
-describe("SERVICE_CONSOLIDATION=off", () => {
-  it("keeps repeated facts as written", async () => {
-    const off = await startTestServer({ SERVICE_CONSOLIDATION: "off" });
+describe("SERVICE_CONSOLIDATION=off, then the background pass", () => {
+  it("keeps repeated facts as written; SERVICE_CONSOLIDATION_SWEEP merges them at the next start", async () => {
+    const dataDir = tempDataDir();
+    const off = await startTestServer({ SERVICE_CONSOLIDATION: "off" }, dataDir);
+    const adminKey = off.adminKey;
+    let a = "";
+    let b = "";
+    let key = "";
     try {
       const c = restCaller(off.baseUrl);
-      const key = await createUser(off.baseUrl, off.adminKey, "no-merge");
-      const a = await remember(c, key, "r", "The queue drains every five minutes");
-      const b = await remember(c, key, "r", "The queue drains every five minutes");
+      key = await createUser(off.baseUrl, off.adminKey, "no-merge");
+      a = await remember(c, key, "r", "The queue drains every five minutes");
+      b = await remember(c, key, "r", "The queue drains every five minutes");
+      await remember(c, key, "r", "The queue drains every six minutes");
       const listed = await ok(c, LIST_ACTIVITY, { run_id: "r", limit: 10 }, key);
-      expect(((listed["entries"] ?? []) as JsonObject[]).map((e) => e["id"]).sort()).toEqual([a, b].sort());
+      expect(((listed["entries"] ?? []) as JsonObject[]).map((e) => e["id"])).toEqual(expect.arrayContaining([a, b]));
     } finally {
       await off.close();
+    }
+    const swept = await startTestServer({ SERVICE_CONSOLIDATION_SWEEP: "on", SERVICE_ADMIN_KEY: adminKey }, dataDir);
+    try {
+      await swept.engram.testHooks.backgroundIdle();
+      const c = restCaller(swept.baseUrl);
+      const listed = ((await ok(c, LIST_ACTIVITY, { run_id: "r", limit: 10 }, key))["entries"] ?? []) as JsonObject[];
+      expect(listed).toHaveLength(2);
+      expect(listed.find((e) => e["id"] === a)?.["absorbed_ids"]).toEqual([b]);
+      const resolved = await ok(c, RPC.dereference, { reference_id: b }, key);
+      expect((resolved["evidence"] as JsonObject)["id"]).toBe(a);
+    } finally {
+      await swept.close();
     }
   });
 });

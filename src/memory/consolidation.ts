@@ -3,7 +3,11 @@
 // holds them), so the check costs one small vector search per fact written; the test itself is near-duplicate.ts.
 // The merge is one transaction (entry-store.ts absorbInTransaction): the kept entry lists the absorbed id, and every
 // lookup by that id resolves to it. A failed merge leaves both entries as written: the write itself already succeeded.
+// Facts stored before (by an earlier build, or while consolidation was off) are checked by an opt-in background pass
+// at start-up (`sweep`), in bounded slices that yield between them.
 import type { EventBus } from "../events/event-bus.js";
+import type { BackgroundGate } from "../platform/background-gate.js";
+import { inWriteScope } from "../storage/write-scope.js";
 import type { Logger } from "../platform/logger.js";
 import type { Storage } from "../storage/database.js";
 import { isStaleRecord, type EntryRecord, type EntryStore, type PreparedEntry, type WrittenEntry } from "../storage/entry-store.js";
@@ -13,6 +17,8 @@ import { isNearDuplicate, keepsFirst } from "./near-duplicate.js";
 /** Nearest facts of the scope checked per written fact. */
 const CANDIDATES = 4;
 const MERGE_REASON = "near-duplicate merged";
+/** Stored entries the background pass reads per slice; it yields to requests between slices. */
+const SWEEP_SLICE = 64;
 
 export class Consolidator {
   readonly #storage: Storage;
@@ -21,6 +27,8 @@ export class Consolidator {
   readonly #events: EventBus;
   readonly #logger: Logger;
   readonly enabled: boolean;
+  #sweeping: Promise<void> | undefined;
+  #stopped = false;
 
   constructor(storage: Storage, entries: EntryStore, index: MemoryIndex, events: EventBus, logger: Logger, enabled: boolean) {
     this.#storage = storage;
@@ -29,6 +37,53 @@ export class Consolidator {
     this.#events = events;
     this.#logger = logger;
     this.enabled = enabled;
+  }
+
+  /**
+   * The background pass: checks every fact stored up to now, oldest first, as a write would, SWEEP_SLICE entries
+   * at a time, waiting at `gate` and yielding between slices. Only the owners `worksFor` admits (clustered: the
+   * shards this node serves). Facts written meanwhile were checked on write.
+   */
+  sweep(gate: BackgroundGate, worksFor: (owner: number) => boolean): void {
+    if (!this.enabled || this.#sweeping !== undefined) return;
+    const upTo = this.#entries.highestStoredSeq();
+    this.#sweeping = this.#sweep(gate, worksFor, upTo)
+      .catch((e: unknown) => this.#logger.error({ err: e }, "consolidation pass stopped; it runs again at the next start"))
+      .finally(() => (this.#sweeping = undefined));
+  }
+
+  /** Resolves once no background pass runs (tests, shutdown). */
+  async idle(): Promise<void> {
+    await this.#sweeping;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#sweeping;
+  }
+
+  async #sweep(gate: BackgroundGate, worksFor: (owner: number) => boolean, upTo: number): Promise<void> {
+    let merged = 0;
+    for (let after = 0; after < upTo && !this.#stopped; ) {
+      await gate.pass();
+      const page = this.#entries.entriesPage(after, SWEEP_SLICE);
+      if (page.length === 0) break;
+      for (const stored of page) {
+        if (stored.seq > upTo) break;
+        // Read again: an earlier merge of this pass may have absorbed it.
+        const record = this.#entries.get(stored.seq);
+        const vector = record === undefined ? undefined : this.#index.dense.vector(record.seq);
+        if (record === undefined || vector === undefined || !mergeable(record) || !worksFor(record.owner) || !this.#index.catalog.has(record.seq)) continue;
+        try {
+          if (await inWriteScope(record.owner, () => this.#consolidate(record, vector))) merged++;
+        } catch (e: unknown) {
+          this.#logger.warn({ err: e, entry_id: record.id }, "near-duplicate not merged; both entries kept");
+        }
+      }
+      after = (page.at(-1) as EntryRecord).seq;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (merged > 0) this.#logger.info({ merged }, "consolidation pass merged near-duplicate facts");
   }
 
   /**
@@ -49,7 +104,8 @@ export class Consolidator {
     }
   }
 
-  async #consolidate(record: EntryRecord, vector: Float32Array): Promise<void> {
+  /** Merges `record` with a near-duplicate of its scope; whether it did. */
+  async #consolidate(record: EntryRecord, vector: Float32Array): Promise<boolean> {
     const { catalog } = this.#index;
     const accept = (seq: number): boolean => seq !== record.seq && catalog.entryType(seq) === "fact" && !catalog.isStale(seq);
     const hits = this.#index.dense.search(vector, [catalog.runSeqs(record.owner, record.runId)], accept, CANDIDATES);
@@ -75,8 +131,9 @@ export class Consolidator {
         agentId: record.agentId,
         payload: JSON.stringify({ entry_id: merged.kept.id, absorbed_id: merged.absorbed.record.id, absorbed_ids: merged.kept.absorbedIds, reason: MERGE_REASON }),
       });
-      return;
+      return true;
     }
+    return false;
   }
 }
 
