@@ -1,6 +1,8 @@
 // Consolidation: a fact written that says what a fact of the same scope (owner, run, user id, lane) already says is
-// merged with it right after its commit. The candidates are the scope's nearest facts by vector (the index already
-// holds them), so the check costs one small vector search per fact written; the test itself is near-duplicate.ts.
+// merged with it right after its commit. A near-duplicate shares nearly all its words, so it holds the text's rarest
+// index terms: the candidates are the most recent entries of the owner's posting lists of the two rarest terms (at most
+// CANDIDATE_WINDOW each), narrowed by the catalog (same run, a current fact, a similar length) before any record is
+// read. The check so costs a bounded amount per fact, whatever the size of the run; the test is near-duplicate.ts.
 // The merge is one transaction (entry-store.ts absorbInTransaction): the kept entry lists the absorbed id, and every
 // lookup by that id resolves to it. A failed merge leaves both entries as written: the write itself already succeeded.
 // Facts stored before (by an earlier build, or while consolidation was off) are checked by an opt-in background pass
@@ -12,10 +14,22 @@ import type { Logger } from "../platform/logger.js";
 import type { Storage } from "../storage/database.js";
 import { isStaleRecord, type EntryRecord, type EntryStore, type PreparedEntry, type WrittenEntry } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
+import { postingListHolds, postingListLength, postingSeqAt } from "../retrieval/sparse-index.js";
 import { isNearDuplicate, keepsFirst } from "./near-duplicate.js";
+import { performance } from "node:perf_hooks";
+import { setImmediate as yieldToLoop } from "node:timers/promises";
 
-/** Nearest facts of the scope checked per written fact. */
-const CANDIDATES = 4;
+/** Most recent entries checked in each posting list that gives candidates. */
+const CANDIDATE_WINDOW = 32;
+/** Rarest terms a candidate is checked against, by binary search in their posting lists, before its record is read. */
+const RARE_TERMS = 4;
+/**
+ * Share of a text's distinct terms a near-duplicate may lack: word overlap (Jaccard) ≥ 0.85 between texts of n words
+ * leaves at most ~8 % of either's words unshared.
+ */
+const MAY_LACK = 0.081;
+/** How long merging a batch's facts holds the event loop before it yields, in ms. */
+const SLICE_MS = 2;
 const MERGE_REASON = "near-duplicate merged";
 /** Stored entries the background pass reads per slice; it yields to requests between slices. */
 const SWEEP_SLICE = 64;
@@ -73,9 +87,10 @@ export class Consolidator {
         // Read again: an earlier merge of this pass may have absorbed it.
         const record = this.#entries.get(stored.seq);
         const vector = record === undefined ? undefined : this.#index.dense.vector(record.seq);
-        if (record === undefined || vector === undefined || !mergeable(record) || !worksFor(record.owner) || !this.#index.catalog.has(record.seq)) continue;
+        const termFreqs = record === undefined ? undefined : this.#entries.termsOf(record.seq);
+        if (record === undefined || vector === undefined || termFreqs === undefined || !mergeable(record) || !worksFor(record.owner) || !this.#index.catalog.has(record.seq)) continue;
         try {
-          if (await inWriteScope(record.owner, () => this.#consolidate(record, vector))) merged++;
+          if (await inWriteScope(record.owner, () => this.#consolidate(record, termFreqs, vector))) merged++;
         } catch (e: unknown) {
           this.#logger.warn({ err: e, entry_id: record.id }, "near-duplicate not merged; both entries kept");
         }
@@ -92,27 +107,29 @@ export class Consolidator {
    */
   async afterWrite(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): Promise<void> {
     if (!this.enabled) return;
+    let sliceStart = performance.now();
     for (let i = 0; i < written.length; i++) {
       const { record } = written[i] as WrittenEntry;
-      const vector = prepared[i]?.vector;
-      if (wanted?.[i] === false || vector === undefined || !mergeable(record)) continue;
+      const entry = prepared[i];
+      if (wanted?.[i] === false || entry === undefined || !mergeable(record)) continue;
       try {
-        await this.#consolidate(record, vector);
+        await this.#consolidate(record, entry.termFreqs, entry.vector);
       } catch (e: unknown) {
         this.#logger.warn({ err: e, entry_id: record.id }, "near-duplicate not merged; both entries kept");
+      }
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await yieldToLoop();
+        sliceStart = performance.now();
       }
     }
   }
 
   /** Merges `record` with a near-duplicate of its scope; whether it did. */
-  async #consolidate(record: EntryRecord, vector: Float32Array): Promise<boolean> {
-    const { catalog } = this.#index;
-    const accept = (seq: number): boolean => seq !== record.seq && catalog.entryType(seq) === "fact" && !catalog.isStale(seq);
-    const hits = this.#index.dense.search(vector, [catalog.runSeqs(record.owner, record.runId)], accept, CANDIDATES);
-    for (const hit of hits) {
-      const other = this.#entries.get(hit.seq);
+  async #consolidate(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array): Promise<boolean> {
+    for (const seq of this.#candidates(record, termFreqs)) {
+      const other = this.#entries.get(seq);
       if (other === undefined || !mergeable(other) || !sameScope(record, other)) continue;
-      if (!isNearDuplicate(record.content, other.content, hit.similarity)) continue;
+      if (!isNearDuplicate(record.content, other.content, this.#index.dense.similarity(seq, vector))) continue;
       const [kept, absorbed] = keepsFirst(other, record) ? [other, record] : [record, other];
       const merged = await this.#storage.transaction(() => {
         // Read again in the transaction: a write since may have changed or removed either entry.
@@ -134,6 +151,39 @@ export class Consolidator {
       return true;
     }
     return false;
+  }
+
+  /**
+   * Entries that may repeat `record`, bounded whatever the run's size: the most recent of the owner's entries in the
+   * posting lists of its rarest terms (one more list than the terms a near-duplicate may lack, so that it is in one of
+   * them), other than itself, in its run, current facts, of a similar length, and holding all but what a near-duplicate
+   * may lack of its RARE_TERMS rarest terms.
+   */
+  #candidates(record: EntryRecord, termFreqs: ReadonlyMap<string, number>): Set<number> {
+    const { catalog, sparse } = this.#index;
+    const lists: Int32Array[] = [];
+    for (const term of termFreqs.keys()) {
+      const list = sparse.list(record.owner, term);
+      if (list !== undefined) lists.push(list);
+    }
+    lists.sort((a, b) => postingListLength(a) - postingListLength(b));
+    const rare = lists.slice(0, RARE_TERMS);
+    const mayLack = Math.min(rare.length - 1, Math.max(1, Math.floor(MAY_LACK * termFreqs.size)));
+    const found = new Set<number>();
+    const low = record.termCount * 0.6;
+    const high = record.termCount / 0.6;
+    for (const list of rare.slice(0, mayLack + 1)) {
+      const length = postingListLength(list);
+      for (let i = length - 1, seen = 0; i >= 0 && seen < CANDIDATE_WINDOW; i--, seen++) {
+        const seq = postingSeqAt(list, i);
+        if (seq === record.seq || found.has(seq) || !catalog.has(seq) || catalog.entryType(seq) !== "fact" || catalog.isStale(seq)) continue;
+        const terms = catalog.termCount(seq);
+        if (terms < low || terms > high || catalog.runOf(seq) !== record.runId) continue;
+        if (rare.filter((other) => postingListHolds(other, seq)).length < rare.length - mayLack) continue;
+        found.add(seq);
+      }
+    }
+    return found;
   }
 }
 
@@ -160,3 +210,4 @@ function sameScope(a: EntryRecord, b: EntryRecord): boolean {
     a.envTags.every((tag, i) => tag === b.envTags[i])
   );
 }
+

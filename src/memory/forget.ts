@@ -8,6 +8,7 @@ import type { EntryStore, EntryType } from "../storage/entry-store.js";
 import { terms } from "../retrieval/text.js";
 import type { EntryChanges } from "./entry-changes.js";
 import type { MemoryIndex } from "./memory-index.js";
+import { postingListHolds, postingListLength, postingSeqAt } from "../retrieval/sparse-index.js";
 import { TimeSlicer } from "./scan.js";
 
 /** Entries one Forget may erase: more is refused, so that a preview's token and an erasure stay bounded. */
@@ -17,8 +18,6 @@ export const FORGET_SAMPLE = 20;
 const SNIPPET_CHARS = 200;
 /** Entries erased per transaction (as a run's purge slices them). */
 const ERASE_SLICE = 32;
-/** A posting list as SparseIndex.list gives it: [length, maxTf, seq, tf, …]. */
-const HEADER = 2;
 
 export interface ForgetSubject {
   readonly owner: number;
@@ -112,20 +111,20 @@ export class Forgetting {
       if (list === undefined) return [];
       lists.push(list);
     }
-    lists.sort((a, b) => (a[0] as number) - (b[0] as number));
+    lists.sort((a, b) => postingListLength(a) - postingListLength(b));
     const [shortest, ...others] = lists;
     if (shortest === undefined) return [];
     const runs = subject.runIds.length === 0 ? undefined : new Set(subject.runIds);
     const found: number[] = [];
     const slicer = new TimeSlicer();
-    for (let i = 0; i < (shortest[0] as number); i++) {
-      const seq = shortest[HEADER + 2 * i] as number;
+    for (let i = 0; i < postingListLength(shortest); i++) {
+      const seq = postingSeqAt(shortest, i);
       if (
         catalog.has(seq) &&
         catalog.ownerOf(seq) === subject.owner &&
         (runs === undefined || runs.has(catalog.runOf(seq))) &&
         (subject.entryTypes === undefined || subject.entryTypes.has(catalog.entryType(seq))) &&
-        others.every((list) => holds(list, seq))
+        others.every((list) => postingListHolds(list, seq))
       ) {
         found.push(seq);
         if (found.length > MAX_FORGET_ENTRIES) throw new ForgetTooBroad(`more than ${MAX_FORGET_ENTRIES} entries match`);
@@ -137,19 +136,6 @@ export class Forgetting {
   }
 }
 
-/** Whether a posting list holds an entry. */
-function holds(list: Int32Array, seq: number): boolean {
-  let lo = 0;
-  let hi = list[0] as number;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    const at = list[HEADER + 2 * mid] as number;
-    if (at === seq) return true;
-    if (at < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return false;
-}
 
 /** Names one subject's exact set of matches: an erasure passes it back to erase that set and nothing else. */
 function tokenOf(subject: ForgetSubject, seqs: readonly number[]): string {
