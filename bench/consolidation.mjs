@@ -32,30 +32,44 @@ const hex = (n) => Array.from({ length: n }, () => "0123456789abcdef"[Math.floor
 const SERVICES = ["billing", "auth", "ingest", "search", "payments", "gateway", "scheduler", "notifier"];
 const VERBS = ["failed", "timed out", "succeeded", "was retried", "returned 503", "was rolled back", "hit the rate limit"];
 
-/** One agent-like fact: a tool result, a log line, a config note. */
+/**
+ * One agent-like fact: a tool result, a log line, a config note. Each holds one identifier of its own (a request id,
+ * a pid, a hash, a port), so two facts differ at least there: only the deliberate repeats are duplicates, and the
+ * rest are the near-misses the check must not merge (same template, same words, another identifier).
+ */
 function agentText(i) {
   switch (i % 4) {
     case 0:
-      return `Deploy of ${pick(SERVICES)} v${1 + (i % 9)}.${i % 17}.${i % 5} ${pick(VERBS)} on host web-${i % 40}.prod.internal`;
+      return `Deploy of ${pick(SERVICES)} v${1 + (i % 9)}.${i % 17}.${i % 5} ${pick(VERBS)} on host web-${i % 40}.prod.internal (request ${hex(12)})`;
     case 1:
-      return `The ${pick(SERVICES)} worker writes to /var/log/${pick(SERVICES)}/worker-${i % 64}.log and rotates at 100MB`;
+      return `The ${pick(SERVICES)} worker pid ${100_000 + i} writes to /var/log/${pick(SERVICES)}/worker-${i % 64}.log and rotates at 100MB`;
     case 2:
       return `Commit ${hex(10)} changed ${pick(SERVICES)}/src/handlers/${pick(SERVICES)}_${i % 50}.ts; CI run ${10_000 + i} ${pick(VERBS)}`;
     default:
-      return `${pick(SERVICES)} connects to postgres at db-${i % 12}.internal:${5400 + (i % 90)} with pool size ${8 + (i % 24)}`;
+      return `${pick(SERVICES)} connects to postgres at db-${i % 12}.internal:${20_000 + i} with pool size ${8 + (i % 24)}`;
   }
 }
 
-/** The facts to write: most new, REPEAT of them an earlier fact again (half verbatim, half with a changed case). */
+/**
+ * The facts to write: most new, REPEAT of them a new fact's text again (half verbatim, half with a changed case and a
+ * final full stop). Returns them with the number of repeats, which is what the check should merge, no more.
+ */
 function corpus() {
+  const originals = [];
   const facts = [];
+  let repeats = 0;
   for (let i = 0; i < SIZE; i++) {
     if (i > 100 && random() < REPEAT) {
-      const earlier = facts[Math.floor(random() * facts.length)];
-      facts.push(random() < 0.5 ? earlier : earlier.replace(/^\w/, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())));
-    } else facts.push(agentText(i));
+      const earlier = originals[Math.floor(random() * originals.length)];
+      facts.push(random() < 0.5 ? earlier : `${earlier.replace(/^\w/, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()))}.`);
+      repeats++;
+    } else {
+      const text = agentText(i);
+      originals.push(text);
+      facts.push(text);
+    }
   }
-  return facts;
+  return { facts, repeats };
 }
 
 async function startServer(consolidation) {
@@ -85,24 +99,21 @@ async function startServer(consolidation) {
   return { engram, post, dataDir, seconds: 0, written: 0 };
 }
 
-const facts = corpus();
+const { facts, repeats } = corpus();
 const servers = { off: await startServer(false), on: await startServer(true) };
 try {
-  const perRound = Math.ceil(facts.length / ROUNDS);
-  for (let round = 0; round < ROUNDS; round++) {
-    const slice = facts.slice(round * perRound, (round + 1) * perRound);
-    // Alternate which server goes first, so neither always meets a warmer or busier machine.
-    const order = round % 2 === 0 ? ["off", "on"] : ["on", "off"];
-    for (const name of order) {
+  // Batch by batch, the two servers in turn (which goes first alternates): a busy moment of a shared machine costs
+  // both alike, and both runs grow at the same pace.
+  for (let i = 0, n = 0; i < facts.length; i += BATCH, n++) {
+    const items = facts.slice(i, i + BATCH).map((text) => ({ text, entry_type: "fact" }));
+    for (const name of n % 2 === 0 ? ["off", "on"] : ["on", "off"]) {
       const server = servers[name];
       const started = performance.now();
-      for (let i = 0; i < slice.length; i += BATCH) {
-        await server.post("/v2/control/batch_insert", { run_id: "agent-run", items: slice.slice(i, i + BATCH).map((text) => ({ text, entry_type: "fact" })) });
-      }
+      await server.post("/v2/control/batch_insert", { run_id: "agent-run", items });
       server.seconds += (performance.now() - started) / 1000;
-      server.written += slice.length;
-      log(`round ${round + 1}/${ROUNDS} ${name}: ${slice.length} facts`);
+      server.written += items.length;
     }
+    if ((n + 1) % Math.ceil(facts.length / BATCH / ROUNDS) === 0) log(`${i + items.length} of ${facts.length} facts`);
   }
   const stored = {};
   for (const [name, server] of Object.entries(servers)) {
@@ -116,6 +127,7 @@ try {
     facts_per_s: { off: rate(servers.off), on: rate(servers.on) },
     ratio_on_to_off: Math.round((rate(servers.on) / rate(servers.off)) * 1000) / 1000,
     entries_stored: stored,
+    repeats_written: repeats,
     merged: stored.off - stored.on,
   };
   fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });

@@ -15,7 +15,7 @@ import type { Storage } from "../storage/database.js";
 import { isStaleRecord, type EntryRecord, type EntryStore, type PreparedEntry, type WrittenEntry } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
 import { postingListHolds, postingListLength, postingSeqAt } from "../retrieval/sparse-index.js";
-import { isNearDuplicate, keepsFirst } from "./near-duplicate.js";
+import { NEAR_DUPLICATE_COSINE, isNearDuplicate, keepsFirst } from "./near-duplicate.js";
 import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 
@@ -102,55 +102,83 @@ export class Consolidator {
   }
 
   /**
-   * Merges each written fact (where `wanted[i]` is not false) with a near-duplicate of its scope, if it has one. Call
-   * once the entries are committed and indexed. Never throws: a merge that fails is logged and both entries stay.
+   * Merges each written fact (where `wanted[i]` is not false) with a near-duplicate of its scope, if it has one, all
+   * in one transaction. Call once the entries are committed and indexed. Never throws: a merge that fails is logged
+   * and both entries stay.
    */
   async afterWrite(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): Promise<void> {
     if (!this.enabled) return;
+    const pairs: MergePair[] = [];
+    // Entries an earlier pair of the batch absorbs: not candidates for the later ones.
+    const absorbed = new Set<number>();
     let sliceStart = performance.now();
     for (let i = 0; i < written.length; i++) {
       const { record } = written[i] as WrittenEntry;
       const entry = prepared[i];
       if (wanted?.[i] === false || entry === undefined || !mergeable(record)) continue;
-      try {
-        await this.#consolidate(record, entry.termFreqs, entry.vector);
-      } catch (e: unknown) {
-        this.#logger.warn({ err: e, entry_id: record.id }, "near-duplicate not merged; both entries kept");
+      const pair = this.#pairOf(record, entry.termFreqs, entry.vector, absorbed);
+      if (pair !== undefined) {
+        pairs.push(pair);
+        absorbed.add(pair.absorbed);
       }
       if (performance.now() - sliceStart > SLICE_MS) {
         await yieldToLoop();
         sliceStart = performance.now();
       }
     }
+    try {
+      await this.#merge(pairs, written[0]?.record.agentId ?? "");
+    } catch (e: unknown) {
+      this.#logger.warn({ err: e, entries: pairs.length }, "near-duplicates not merged; the entries stay as written");
+    }
   }
 
   /** Merges `record` with a near-duplicate of its scope; whether it did. */
   async #consolidate(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array): Promise<boolean> {
+    const pair = this.#pairOf(record, termFreqs, vector, new Set());
+    return pair !== undefined && (await this.#merge([pair], "")) > 0;
+  }
+
+  /** The near-duplicate `record` merges with, and which of the two is kept; undefined when it has none. */
+  #pairOf(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array, absorbed: ReadonlySet<number>): MergePair | undefined {
     for (const seq of this.#candidates(record, termFreqs)) {
+      if (absorbed.has(seq)) continue;
+      // The vectors first, without reading the record: equal words make equal vectors, so a text equal once
+      // normalised passes too.
+      const cosine = this.#index.dense.similarity(seq, vector);
+      if (cosine < NEAR_DUPLICATE_COSINE) continue;
       const other = this.#entries.get(seq);
       if (other === undefined || !mergeable(other) || !sameScope(record, other)) continue;
-      if (!isNearDuplicate(record.content, other.content, this.#index.dense.similarity(seq, vector))) continue;
-      const [kept, absorbed] = keepsFirst(other, record) ? [other, record] : [record, other];
-      const merged = await this.#storage.transaction(() => {
-        // Read again in the transaction: a write since may have changed or removed either entry.
-        const keptNow = this.#entries.get(kept.seq);
-        const absorbedNow = this.#entries.get(absorbed.seq);
-        if (keptNow === undefined || absorbedNow === undefined || !mergeable(keptNow) || !mergeable(absorbedNow)) return undefined;
-        return this.#entries.absorbInTransaction(kept.seq, absorbed.seq, MERGE_REASON);
-      });
-      if (merged === undefined) continue;
+      if (!isNearDuplicate(record.content, other.content, cosine)) continue;
+      return keepsFirst(other, record) ? { kept: other.seq, absorbed: record.seq } : { kept: record.seq, absorbed: other.seq };
+    }
+    return undefined;
+  }
+
+  /** Merges the pairs in one transaction (each read again there; a pair an earlier one undid is skipped); how many. */
+  async #merge(pairs: readonly MergePair[], agentId: string): Promise<number> {
+    if (pairs.length === 0) return 0;
+    const merges = await this.#storage.transaction(() =>
+      pairs.flatMap(({ kept, absorbed }) => {
+        // Read again in the transaction: a write since, or an earlier pair, may have changed or removed either entry.
+        const keptNow = this.#entries.get(kept);
+        const absorbedNow = this.#entries.get(absorbed);
+        if (keptNow === undefined || absorbedNow === undefined || !mergeable(keptNow) || !mergeable(absorbedNow)) return [];
+        return this.#entries.absorbInTransaction(kept, absorbed, MERGE_REASON) ?? [];
+      }),
+    );
+    for (const merged of merges) {
       this.#index.unindex(merged.absorbed.record.seq, merged.absorbed.record.owner, merged.absorbed.termFreqs);
       this.#index.catalog.replace(merged.kept);
       this.#events.publish({
         type: "entry.merged",
         owner: merged.kept.owner,
         runId: merged.kept.runId,
-        agentId: record.agentId,
+        agentId,
         payload: JSON.stringify({ entry_id: merged.kept.id, absorbed_id: merged.absorbed.record.id, absorbed_ids: merged.kept.absorbedIds, reason: MERGE_REASON }),
       });
-      return true;
     }
-    return false;
+    return merges.length;
   }
 
   /**
@@ -185,6 +213,12 @@ export class Consolidator {
     }
     return found;
   }
+}
+
+/** A near-duplicate and the entry it is merged into, by seq. */
+interface MergePair {
+  readonly kept: number;
+  readonly absorbed: number;
 }
 
 /** Facts written directly and current; entries with an upsert key are replaced through it instead. */
