@@ -3402,7 +3402,8 @@ export type ForgetRequest = Message<"engram.v2.ForgetRequest"> & {
   query: string;
 
   /**
-   * Engram design: only entries of these runs; empty: all the caller's runs.
+   * Engram design: only entries of these runs (at most 100); empty: all the
+   * caller's runs.
    *
    * @generated from field: repeated string run_ids = 2;
    */
