@@ -269,8 +269,24 @@ describe("forget", () => {
     expectCode(await rest.call(FORGET, { query: "orion nodes", run_ids: ["keep"], dry_run: false, preview_token: again["preview_token"] as string }, key), "aborted", 409);
 
     expectInvalid(await rest.call(FORGET, { query: "" }, key), "query");
+    expectInvalid(await rest.call(FORGET, { query: "orion", run_ids: Array.from({ length: 101 }, (_, i) => `r${i}`) }, key), "run_ids");
     expectInvalid(await rest.call(FORGET, { query: "the of and" }, key), "query");
     expectInvalid(await rest.call(FORGET, { query: "orion", entry_types: ["nope"] }, key), "entry_types");
     expectInvalid(await rest.call(FORGET, { query: "orion", dry_run: false }, key), "preview_token");
+  });
+});
+
+describe("forget beyond its bound", () => {
+  it("refuses a subject matching more than 10,000 entries with FAILED_PRECONDITION, erasing nothing", async () => {
+    const key = await createUser(server.baseUrl, server.adminKey, "forget-broad");
+    for (let batch = 0; batch < 11; batch++) {
+      const items = Array.from({ length: 1000 }, (_, i) => ({ text: `Zebra sighting number ${batch * 1000 + i}`, entry_type: "fact" }));
+      await ok(rest, RPC.batchInsert, { run_id: "broad", consolidate: false, items }, key);
+    }
+    expectCode(await rest.call(FORGET, { query: "zebra sighting" }, key), "failed_precondition", 400);
+    const narrowed = await forget(rest, key, { query: "zebra sighting", entry_types: ["lesson"] });
+    expect(narrowed["matched"] ?? 0).toBe(0);
+    const listed = await ok(rest, LIST_ACTIVITY, { run_id: "broad", limit: 1 }, key);
+    expect(listed["total_visible"]).toBe(11_000);
   });
 });
