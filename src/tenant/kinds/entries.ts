@@ -81,7 +81,8 @@ export function entryKind({ storage, entries, index, writer }: EntryKindDeps): T
       const prepared = item.prepared as PreparedEntry;
       // Lineage names entries by id: those imported before are rewritten, those the export did not hold dropped.
       const sourceIds = record.sourceIds.flatMap((id) => mapped(ctx, id));
-      const entry: NewEntry = { ...prepared.entry, sourceIds };
+      // Ids merged into the entry (consolidation) name entries that no longer exist and were not exported: dropped.
+      const entry: NewEntry = { ...prepared.entry, sourceIds, absorbedIds: [] };
       // The normal write keeps the creation time it is given; supersession follows from the upsert keys as entries
       // arrive in write order.
       let written: WrittenEntry | undefined;
