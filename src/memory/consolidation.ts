@@ -1,10 +1,11 @@
 // Consolidation: a fact written that says what a fact of the same scope (owner, run, user id, lane) already says is
-// merged with it right after its commit. A near-duplicate shares nearly all its words, so it holds the text's rarest
-// index terms: the candidates are the most recent entries of the owner's posting lists of the two rarest terms (at most
-// CANDIDATE_WINDOW each), narrowed by the catalog (same run, a current fact, a similar length) before any record is
-// read. The check so costs a bounded amount per fact, whatever the size of the run; the test is near-duplicate.ts.
-// The merge is one transaction (entry-store.ts absorbInTransaction): the kept entry lists the absorbed id, and every
-// lookup by that id resolves to it. A failed merge leaves both entries as written: the write itself already succeeded.
+// merged with it right after its commit. A near-duplicate shares nearly all its words, so it holds nearly all of the
+// text's rarest index terms: the candidates are the most recent entries (at most CANDIDATE_WINDOW a list) of the
+// owner's posting lists of those terms, narrowed in memory (same run, a current fact, a similar length, the rare terms
+// shared, vector cosine) before any record is read. The check so costs a bounded amount per fact, whatever the size of
+// the run; the test itself is near-duplicate.ts. A batch's merges are one transaction (entry-store.ts
+// absorbInTransaction): the kept entry lists the absorbed id, and every lookup by that id resolves to it. A failed
+// merge leaves the entries as written: the write itself already succeeded.
 // Facts stored before (by an earlier build, or while consolidation was off) are checked by an opt-in background pass
 // at start-up (`sweep`), in bounded slices that yield between them.
 import type { EventBus } from "../events/event-bus.js";
