@@ -98,6 +98,8 @@ import { AdminService } from "../gen/engram/v2/admin_service_pb.js";
 import { adminService } from "./services/admin/admin-service.js";
 import { tenantService } from "./services/tenant/tenant-service.js";
 import { createTenantTransfer } from "./tenant/tenant-transfer.js";
+import { Consolidator } from "./memory/consolidation.js";
+import { Forgetting } from "./memory/forget.js";
 import { startConsole, type ConsoleServer } from "./console/console-server.js";
 import { RetentionStore } from "./storage/retention-store.js";
 import { EntryExpiry } from "./storage/entry-expiry.js";
@@ -114,7 +116,7 @@ export interface Engram {
     fingerprint(): Record<string, string>;
     /** Holds ingest jobs and run purges at their next step until the returned function is called. */
     holdBackground(): () => void;
-    /** Resolves once no ingest job, no run purge and no expiry sweep is pending. */
+    /** Resolves once no ingest job, no run purge, no expiry sweep and no consolidation pass is pending. */
     backgroundIdle(): Promise<void>;
     /** Purges the entries expired by the memory's clock now; resolves with how many it removed. */
     expirySweep(): Promise<number>;
@@ -166,6 +168,8 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const runDirectory = new RunDirectory(index.catalog);
   const runLinks = new RunLinks(storage, events);
   const writer = new EntryWriter(entries, index, events, metrics);
+  const consolidator = new Consolidator(storage, entries, index, events, logger, config.consolidation);
+  writer.consolidateWith(consolidator);
   const background = new BackgroundGate();
   // Clustered, a node works the jobs and purges of the shards it serves; its store may hold others (a larger snapshot).
   const worksFor = (owner: number): boolean => cluster?.servesOwner(owner) ?? true;
@@ -194,6 +198,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   livenessWatch.load(storage);
   agentRegistry.watchWith(livenessWatch);
   const handoffs = new Handoffs(storage, events);
+  const changes = new EntryChanges(storage, entries, index, events);
   const memoryDeps = {
     agents: agentRegistry,
     handoffs,
@@ -208,10 +213,10 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     runLinks,
     trustPolicy: config.trustPolicy,
     now: memoryNow,
+    forgetting: new Forgetting(entries, index, changes, events, memoryNow),
   };
   router.service(MemoryService, memoryService(memoryDeps, events));
   router.service(CoordinationService, coordinationService({ agents: agentRegistry, handoffs, liveness: { idleAfterMs: config.agentIdleAfterMs, goneAfterMs: config.agentGoneAfterMs } }));
-  const changes = new EntryChanges(storage, entries, index, events);
   const learning = new LearningChanges(entries, index, events);
   const outcomeStore = new OutcomeStore(storage);
   // Every plane's records of a run go in delete_run's one transaction.
@@ -345,6 +350,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   runDeletion.start();
   expiryPurge.start();
   livenessWatch.start();
+  if (config.consolidationSweep) consolidator.sweep(background, worksFor);
 
   return {
     port: server.port,
@@ -357,6 +363,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
         await ingest.idle();
         await runDeletion.idle();
         await expiryPurge.idle();
+        await consolidator.idle();
       },
       expirySweep: () => expiryPurge.sweep(),
     },
@@ -376,6 +383,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
       livenessWatch.stop();
       await runDeletion.stop();
       await expiryPurge.stop();
+      await consolidator.stop();
       await cluster?.close();
       index.saveSparseSnapshot();
       index.close();

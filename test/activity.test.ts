@@ -117,7 +117,8 @@ describe("ListActivity over REST", () => {
     expect(asc.next_page_token).toBe("");
     expect(Object.keys(asc.entries[0] ?? {}).sort()).toEqual(
       ["id", "run_id", "user_id", "agent_id", "entry_type", "content", "source", "importance", "created_at", "metadata_json", "reference_id",
-        "referenceable", "upsert_key", "origin_entry_type", "lane", "occurrence_time", "is_stale", "superseded_by", "derived", "source_entry_ids", "lineage_review", "provenance", "expires_at"].sort(),
+        "referenceable", "upsert_key", "origin_entry_type", "lane", "occurrence_time", "is_stale", "superseded_by", "derived", "source_entry_ids", "lineage_review",
+        "provenance", "expires_at", "supersedes", "absorbed_ids"].sort(),
     );
     expect(asc.entries[0]).toMatchObject({ run_id: "order", entry_type: "fact", origin_entry_type: "fact", is_stale: false, derived: false });
     expect(Date.parse(asc.entries[0]?.created_at ?? "")).not.toBeNaN();

@@ -225,9 +225,11 @@ describe("all or nothing", () => {
   let attempt = 0;
 
   /** Writes a marker and waits for its event: every event published before it has then been received. */
+  let barriers = 0;
   async function eventBarrier(): Promise<number> {
     const from = events["alice"]?.length ?? 0;
-    await ok(connectCaller(server.baseUrl), RPC.remember, { session_id: "cs-barriers", content: "barrier" }, alice);
+    // A text of its own each time: a repeated one would be merged with the last (consolidation), an event more.
+    await ok(connectCaller(server.baseUrl), RPC.remember, { session_id: "cs-barriers", content: `barrier ${++barriers}` }, alice);
     await untilEvent("alice", (e) => e["type"] === "entry.created" && e["run_id"] === "cs-barriers", from);
     return events["alice"]?.length ?? 0;
   }

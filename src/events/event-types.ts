@@ -5,6 +5,8 @@ export const CONTROL_EVENT_TYPES: readonly string[] = [
   "entry.superseded",
   "entry.updated",
   "entry.deleted",
+  "entry.merged",
+  "entry.forgotten",
   "ingest.job.completed",
   "ingest.job.failed",
   "activity.appended",

@@ -46,17 +46,27 @@ export class EntryChanges {
   async delete(seq: number, by: ChangeAttribution): Promise<DeletedEntry | undefined> {
     const current = this.#entries.get(seq);
     if (current === undefined) return undefined;
-    const deleted = await this.#storage.transaction(() => this.#entries.deleteInTransaction(seq));
-    if (deleted === undefined) return undefined;
-    this.#index.unindex(deleted.record.seq, deleted.record.owner, deleted.termFreqs);
-    for (const flagged of deleted.flagged) this.#index.catalog.replace(flagged);
-    this.#events.publish({
-      type: isKnowledge(deleted.record) ? "lesson.deleted" : "entry.deleted",
-      owner: deleted.record.owner,
-      runId: deleted.record.runId,
-      agentId: by.agentId,
-      payload: JSON.stringify({ entry_id: deleted.record.id, flagged_for_review: deleted.flagged.map((e) => e.id), reason: by.reason }),
-    });
+    const [deleted] = await this.deleteAll([seq], by);
+    return deleted;
+  }
+
+  /**
+   * Deletes entries in one transaction, as `delete` deletes one; those gone meanwhile are skipped. Callers keep the
+   * list short (a slice): the transaction holds the event loop for about 0.15 ms per entry.
+   */
+  async deleteAll(seqs: readonly number[], by: ChangeAttribution): Promise<DeletedEntry[]> {
+    const deleted = await this.#storage.transaction(() => seqs.flatMap((seq) => this.#entries.deleteInTransaction(seq) ?? []));
+    for (const { record, termFreqs, flagged } of deleted) {
+      this.#index.unindex(record.seq, record.owner, termFreqs);
+      for (const marked of flagged) this.#index.catalog.replace(marked);
+      this.#events.publish({
+        type: isKnowledge(record) ? "lesson.deleted" : "entry.deleted",
+        owner: record.owner,
+        runId: record.runId,
+        agentId: by.agentId,
+        payload: JSON.stringify({ entry_id: record.id, flagged_for_review: flagged.map((e) => e.id), reason: by.reason }),
+      });
+    }
     return deleted;
   }
 }

@@ -4,6 +4,7 @@ import type { Metrics } from "../platform/metrics.js";
 import { seqOfEntryId, type EntryStore, type NewEntry, type PreparedEntry, type WrittenEntry } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
+import type { Consolidator } from "./consolidation.js";
 
 export interface EntryToWrite {
   readonly entry: NewEntry;
@@ -11,6 +12,8 @@ export interface EntryToWrite {
   readonly vector?: Float32Array | undefined;
   /** Caller vectors of any dimension, stored besides the entry's vector in the owner's named vector spaces. */
   readonly spaceVectors?: readonly SpaceVector[] | undefined;
+  /** False: this fact is not merged with a near-duplicate of its scope (consolidation.ts); default true. */
+  readonly consolidate?: boolean | undefined;
 }
 
 export class EntryWriter {
@@ -18,12 +21,23 @@ export class EntryWriter {
   readonly #index: MemoryIndex;
   readonly #events: EventBus;
   readonly #metrics: Metrics;
+  #consolidator: Consolidator | undefined;
 
   constructor(entries: EntryStore, index: MemoryIndex, events: EventBus, metrics: Metrics) {
     this.#entries = entries;
     this.#index = index;
     this.#events = events;
     this.#metrics = metrics;
+  }
+
+  /** Merges near-duplicate facts after each write from now on (wired once at start-up). */
+  consolidateWith(consolidator: Consolidator): void {
+    this.#consolidator = consolidator;
+  }
+
+  /** After `committed`: merges written facts with near-duplicates of their scope (never throws). */
+  async consolidate(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): Promise<void> {
+    await this.#consolidator?.afterWrite(written, prepared, wanted);
   }
 
   prepare(items: readonly EntryToWrite[]): Promise<PreparedEntry[]> {
@@ -36,6 +50,7 @@ export class EntryWriter {
     const prepared = await this.prepare(items);
     const written = await this.#entries.append(prepared);
     this.committed(written, prepared, source);
+    await this.consolidate(written, prepared, items.map((item) => item.consolidate !== false));
     return written;
   }
 

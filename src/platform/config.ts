@@ -27,6 +27,13 @@ export interface Config {
   readonly llm: ProviderConfig | undefined;
   /** The trust each provenance origin gets unless a write states it (SERVICE_TRUST_POLICY, e.g. `tool=untrusted`). */
   readonly trustPolicy: TrustPolicy;
+  /** Near-duplicate facts of one scope are merged as they are written (SERVICE_CONSOLIDATION, default on). */
+  readonly consolidation: boolean;
+  /**
+   * At start-up, a background pass checks the facts stored before for near-duplicates (SERVICE_CONSOLIDATION_SWEEP,
+   * default off: stores written with consolidation on need none).
+   */
+  readonly consolidationSweep: boolean;
   /** Opens POST /v2/core/search and the direct-bypass query mode. */
   readonly coreEnableDirectSearch: boolean;
   /** Opens the three /v2/core/pubsub routes. */
@@ -283,6 +290,8 @@ export function loadConfig(env: Env = process.env): Config {
     embeddings: embeddingsProvider(env),
     llm: provider(env, "SERVICE_LLM", "gpt-4o-mini"),
     trustPolicy: trustPolicy(env),
+    consolidation: (env["SERVICE_CONSOLIDATION"] ?? "").trim() === "" || bool(env, "SERVICE_CONSOLIDATION"),
+    consolidationSweep: bool(env, "SERVICE_CONSOLIDATION_SWEEP"),
     coreEnableDirectSearch: bool(env, "SERVICE_CORE_ENABLE_DIRECT_SEARCH"),
     coreEnableDirectPubsub: bool(env, "SERVICE_CORE_ENABLE_DIRECT_PUBSUB"),
     maxSubscriptionsPerKey: integer(env, "SERVICE_MAX_SUBSCRIPTIONS_PER_KEY", 64, 1, 1_000_000),

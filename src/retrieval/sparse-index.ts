@@ -400,3 +400,17 @@ function indexOf(list: PostingList, seq: number): number {
   const at = lowerBound(list, seq);
   return at < lengthOf(list) && seqAt(list, at) === seq ? at : -1;
 }
+
+/** Whether a posting list as `SparseIndex.list` gives it holds an entry. */
+export function postingListHolds(list: Int32Array, seq: number): boolean {
+  return indexOf(list, seq) >= 0;
+}
+
+/** The entries of a posting list as `SparseIndex.list` gives it, ascending: the `i`-th of `postingListLength`. */
+export function postingSeqAt(list: Int32Array, i: number): number {
+  return seqAt(list, i);
+}
+
+export function postingListLength(list: Int32Array): number {
+  return lengthOf(list);
+}

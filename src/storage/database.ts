@@ -77,6 +77,13 @@ export interface Databases {
   readonly grants: LmdbDatabase<string, Key>;
   /** [source seq, derived seq] → null: lineage, which entries were made from which */
   readonly derivations: LmdbDatabase<null, Key>;
+  /**
+   * absorbed entry seq → seq of the entry it was merged into (consolidation of near-duplicates): lookups by the
+   * absorbed id resolve to the kept entry. Seqs are never reused, and the kept entry's owner is checked on every read.
+   */
+  readonly absorbedInto: LmdbDatabase<number, number>;
+  /** entry seq → seq of the entry it superseded through its upsert key: an entry's `supersedes` chain, walked back */
+  readonly supersedes: LmdbDatabase<number, number>;
   /** [owner, run_id] → highest entry seq covered: deleted runs whose entries are still being purged */
   readonly runTombstones: LmdbDatabase<number, Key>;
   /** [owner, run_id, outcome_seq] → run-level outcome record */
@@ -162,6 +169,8 @@ export const DATABASE_NAMES: Readonly<Record<keyof Databases, string>> = {
   coreSnapshots: "core_session_snapshots",
   grants: "acl_grants",
   derivations: "entry_derivations",
+  absorbedInto: "entry_absorbed_into",
+  supersedes: "entry_supersedes",
   runTombstones: "run_tombstones",
   outcomes: "learning_outcomes",
   outcomeKeys: "learning_outcome_keys",

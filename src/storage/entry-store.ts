@@ -93,12 +93,25 @@ export interface DeletedEntry {
   readonly flagged: readonly EntryRecord[];
 }
 
+/** How many near-duplicates one entry absorbs at most: beyond, it absorbs no more (its record stays small). */
+export const MAX_ABSORBED_IDS = 64;
+/** How many ids of an entry's `supersedes` chain responses show. */
+export const MAX_SUPERSEDES_SHOWN = 16;
+
 /** A reader's visibility test, applied inside every lookup by id so that no handler can forget it. */
 export type CanRead = (record: EntryRecord) => boolean;
 
 const VECTOR_GENERATION_KEY = "entry_vector_generation";
 
 const tombstoneKey = (owner: number, runId: string): string => `${owner}\u0000${runId}`;
+
+/** What the store knows of an entry beyond its record, for responses (see EntryStore.viewOf). */
+export interface EntryView {
+  /** Unix ms the entry expires, its own expiry or a retention policy's, whichever is sooner; 0: never. */
+  readonly expiresAt: number;
+  /** Ids the entry replaced through its upsert key, newest first. */
+  readonly supersedes: readonly string[];
+}
 
 export class EntryStore {
   readonly #storage: Storage;
@@ -163,6 +176,7 @@ export class EntryStore {
         if (previous !== undefined && previous.supersededBy === "") {
           superseded = { ...previous, supersededBy: record.id };
           dbs.entries.put(previous.seq, superseded);
+          dbs.supersedes.put(seq, previous.seq);
         }
         dbs.upserts.put(key, seq);
       }
@@ -253,10 +267,18 @@ export class EntryStore {
    * spaces), reference, upsert key and lineage links; entries derived from it are marked for review. Call inside a
    * write transaction. Returns undefined when the entry does not exist.
    */
-  deleteInTransaction(seq: number, now = this.#expiry.now()): DeletedEntry | undefined {
+  deleteInTransaction(seq: number, now = this.#expiry.now(), absorbedInto?: number): DeletedEntry | undefined {
     const record = this.#read(seq);
     if (record === undefined) return undefined;
     const { dbs } = this.#storage;
+    dbs.supersedes.remove(seq);
+    // Ids merged into this entry resolved to it; they now name nothing (or, absorbed in turn, the new kept entry).
+    for (const id of record.absorbedIds) {
+      const absorbedSeq = seqOfEntryId(id);
+      if (absorbedSeq === undefined) continue;
+      if (absorbedInto === undefined) dbs.absorbedInto.remove(absorbedSeq);
+      else dbs.absorbedInto.put(absorbedSeq, absorbedInto);
+    }
     const termFreqs = this.termsOf(seq) ?? new Map<string, number>();
     dbs.entries.remove(seq);
     dbs.vectors.remove(seq);
@@ -279,6 +301,11 @@ export class EntryStore {
     const derivedSeqs = [...dbs.derivations.getKeys({ start: [seq], end: [seq, Infinity] })].map((key) => (key as [number, number])[1]);
     for (const derivedSeq of derivedSeqs) {
       dbs.derivations.remove([seq, derivedSeq]);
+      // Merged, not lost: the derived entry's source id resolves to the kept entry, whose deletion flags it later.
+      if (absorbedInto !== undefined) {
+        dbs.derivations.put([absorbedInto, derivedSeq], null);
+        continue;
+      }
       const derived = this.get(derivedSeq);
       if (derived === undefined || derived.lineageReview !== "") continue;
       const event: EntryAuditEvent = { at: now, field: "lineage_review", from: "", to: "source_deleted", reason: `source ${record.id} deleted`, agentId: "" };
@@ -402,8 +429,50 @@ export class EntryStore {
   /** The entry with this id (or reference id), when the reader may see it; undefined otherwise, whoever owns it. */
   find(idOrReference: string, canRead: CanRead): EntryRecord | undefined {
     const seq = seqOfEntryId(idOrReference) ?? this.#storage.dbs.references.get(idOrReference);
-    const record = seq === undefined ? undefined : this.get(seq);
+    let record = seq === undefined ? undefined : this.get(seq);
+    // A near-duplicate merged into another entry: its id names the kept entry from then on (see absorbInTransaction).
+    if (record === undefined && seq !== undefined) {
+      const keptSeq = this.#storage.dbs.absorbedInto.get(seq);
+      if (keptSeq !== undefined) record = this.get(keptSeq);
+    }
     return record !== undefined && canRead(record) ? record : undefined;
+  }
+
+  /** What a response shows of an entry beyond its record: its expiry with retention policies, its supersedes chain. */
+  viewOf(record: EntryRecord): EntryView {
+    return { expiresAt: this.#expiry.expiryOfRecord(record), supersedes: this.supersededIds(record) };
+  }
+
+  /** Ids of the entries this one superseded through its upsert key, newest first, at most `limit`. */
+  supersededIds(record: EntryRecord, limit = MAX_SUPERSEDES_SHOWN): string[] {
+    if (record.upsertKey === "") return [];
+    const ids: string[] = [];
+    for (let seq = this.#storage.dbs.supersedes.get(record.seq); seq !== undefined && ids.length < limit; seq = this.#storage.dbs.supersedes.get(seq)) {
+      ids.push(entryIdOf(seq));
+    }
+    return ids;
+  }
+
+  /**
+   * Merges a near-duplicate into the entry kept in its place, in the caller's write transaction: the absorbed entry
+   * is removed with everything stored with it (as a deletion is), its lineage links move to the kept entry instead of
+   * flagging what was derived from it, and its id (and the ids it had absorbed) resolve to the kept entry, whose
+   * `absorbedIds` lists them and whose audit trail records the merge. Undefined when either entry is gone, they belong
+   * to different owners, or the kept entry has absorbed MAX_ABSORBED_IDS already.
+   */
+  absorbInTransaction(keptSeq: number, absorbedSeq: number, reason: string, now = Date.now()): { kept: EntryRecord; absorbed: DeletedEntry } | undefined {
+    const kept = this.get(keptSeq);
+    const absorbed = this.get(absorbedSeq);
+    if (kept === undefined || absorbed === undefined || kept.owner !== absorbed.owner || keptSeq === absorbedSeq) return undefined;
+    const absorbedIds = [...kept.absorbedIds, absorbed.id, ...absorbed.absorbedIds];
+    if (absorbedIds.length > MAX_ABSORBED_IDS) return undefined;
+    const deleted = this.deleteInTransaction(absorbedSeq, now, keptSeq);
+    if (deleted === undefined) return undefined;
+    this.#storage.dbs.absorbedInto.put(absorbedSeq, keptSeq);
+    const event: EntryAuditEvent = { at: now, field: "absorbed_ids", from: "", to: absorbed.id, reason, agentId: "" };
+    const after: EntryRecord = { ...kept, absorbedIds, updatedAt: now, audit: [...kept.audit, event].slice(-MAX_AUDIT_EVENTS) };
+    this.#storage.dbs.entries.put(keptSeq, after);
+    return { kept: after, absorbed: deleted };
   }
 
   #read(seq: number): EntryRecord | undefined {

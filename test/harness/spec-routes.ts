@@ -133,4 +133,5 @@ export const ENGRAM_ROUTES: readonly SpecRoute[] = [
   { method: "POST", path: "/v2/control/retention/set", rpc: "engram.v2.RunsService/SetRetentionPolicy" },
   { method: "POST", path: "/v2/control/retention/get", rpc: "engram.v2.RunsService/GetRetentionPolicy" },
   { method: "POST", path: "/v2/control/retention/clear", rpc: "engram.v2.RunsService/ClearRetentionPolicy" },
+  { method: "POST", path: "/v2/control/forget", rpc: "engram.v2.MemoryService/Forget" },
 ];

@@ -54,6 +54,7 @@ export const KINDS: readonly Kind[] = [...LABEL_KINDS, ...SERVER_KINDS];
 /** What a field means wherever it appears, unless the route says otherwise below. */
 const BY_FIELD: Readonly<Record<string, Kind>> = {
   run_id: "run",
+  run_ids: "run",
   linked_run_id: "otherRun",
   agent_id: "agent",
   from_agent_id: "agent",

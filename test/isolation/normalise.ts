@@ -15,8 +15,8 @@ const TIME_KEY = /(^|_)(at|time|timestamp|ts|date|since|until)$|[a-z](At|Time|Ti
 const SEQUENCE_KEY = /^(version|seq|startSeq|endSeq)$/;
 /** Vectors are derived from text that holds the probed labels; the text itself is compared. */
 const VECTOR_KEY = /^(vector|embedding)$/;
-/** Cursors: opaque, and they encode the caller's own filters and positions. */
-const TOKEN_KEY = /page_token$/;
+/** Cursors and Forget preview tokens: opaque, and they encode the caller's own filters and positions (or entries). */
+const TOKEN_KEY = /(page|preview)_token$/;
 const ISO_TIME = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g;
 /** Epoch seconds or milliseconds (2020 to 2033) inside text. */
 const EPOCH = /(?<![\w.])1[6-9]\d{8}(\d{3})?(?![\w.])/g;

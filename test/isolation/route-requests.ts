@@ -28,6 +28,7 @@ const SHAPES: Readonly<Record<string, RequestShape>> = {
   "MemoryService.AppendActivity": { base: { activity: { type: "tool_call", payload: "probe payload" } } },
   "MemoryService.ArchiveBlock": { base: { content: "probe artifact" } },
   "MemoryService.Checkpoint": { base: { label: "probe", context_snapshot: "probe snapshot" } },
+  "MemoryService.Forget": { base: { query: "harbour crane" } },
   "CoreService.InsertNode": { base: { text: "probe node" }, onlyWhenProbed: ["node_id", "session_id"] },
   "CoreService.BatchInsertNodes": { base: { nodes: [{ text: "probe node" }] }, onlyWhenProbed: ["nodes.node_id", "session_id"] },
   "CoreService.GetNode": { onlyWhenProbed: ["session_id"] },

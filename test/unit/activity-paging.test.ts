@@ -368,7 +368,8 @@ describe("ExportActivity", () => {
     expect(parsed[2]).toMatchObject({ run_id: "export", entry_type: "fact", metadata_json: '{"a":1}', occurrence_time: "1700000000", is_stale: false, derived: false });
     expect(Object.keys(parsed[0] ?? {}).sort()).toEqual(
       ["id", "run_id", "user_id", "agent_id", "entry_type", "content", "source", "importance", "created_at", "metadata_json", "reference_id",
-        "referenceable", "upsert_key", "origin_entry_type", "lane", "occurrence_time", "is_stale", "superseded_by", "derived", "source_entry_ids", "lineage_review", "provenance"].sort(),
+        "referenceable", "upsert_key", "origin_entry_type", "lane", "occurrence_time", "is_stale", "superseded_by", "derived", "source_entry_ids", "lineage_review",
+        "provenance", "expires_at", "supersedes", "absorbed_ids"].sort(),
     );
     const asc = await exportAll(ALICE, { runId: "export", sort: "asc", entryTypes: ["fact"] });
     expect(asc.entryCount).toBe(2);

@@ -126,6 +126,11 @@ export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE_
  *   `confidence`.
  * - `entry.deleted`: an entry other than a lesson or rule was deleted:
  *   `entry_id`, `flagged_for_review`, `reason`.
+ * - `entry.merged`: Engram design: consolidation merged a near-duplicate fact
+ *   into another: `entry_id` (the kept entry), `absorbed_id` (the id that
+ *   now resolves to it), `absorbed_ids` (all ids it absorbed), `reason`.
+ * - `entry.forgotten`: Engram design: Forget erased entries matching a
+ *   subject: `receipt_id`, `erased` (count by entry type), `query`.
  * - `ingest.job.completed`: an ingest job stored all its items: `job_id`,
  *   `item_count`.
  * - `ingest.job.failed`: an ingest job failed: `job_id`, `item_count`,

@@ -57,7 +57,7 @@ export function insightHandlers(deps: { entries: EntryStore; index: MemoryIndex;
         limit: req.limit === 0 ? 10 : Math.min(100, req.limit),
       });
       return {
-        failureLessons: result.lessons.map(({ record, score }) => evidenceOfEntry(record, score, record.entryType === "rule" ? "rule_overlay" : "lesson_overlay")),
+        failureLessons: result.lessons.map(({ record, score }) => evidenceOfEntry(record, score, record.entryType === "rule" ? "rule_overlay" : "lesson_overlay", deps.entries.viewOf(record))),
         summary: result.summary,
         totalFailureLessons: result.total,
       };

@@ -12,7 +12,7 @@ import { callerOf, isAdmin } from "../../auth/principal.js";
 import type { AccessControl } from "../../acl/access-control.js";
 import type { EventBus } from "../../events/event-bus.js";
 import { invalidArgument, quoted } from "../../platform/errors.js";
-import { isStaleRecord, newEntry, type EntryRecord, type EntryStore, type NewEntry } from "../../storage/entry-store.js";
+import { isStaleRecord, newEntry, type EntryRecord, type EntryStore, type EntryView, type NewEntry } from "../../storage/entry-store.js";
 import {
   ExportTooLarge,
   MAX_EXPORT_CHARS,
@@ -130,8 +130,8 @@ function queryOf(req: FilterFields, excludeDerived: boolean, ctx: HandlerContext
   };
 }
 
-/** `expiresAt`: when the entry expires, retention policies included (EntryExpiry.expiryOfRecord). */
-function activityEntryOf(e: EntryRecord, projection: Projection, expiresAt: number): ActivityEntry {
+/** `view`: expiry with retention and the supersedes chain (EntryStore.viewOf). */
+function activityEntryOf(e: EntryRecord, projection: Projection, view: EntryView): ActivityEntry {
   const compact = projection === "compact";
   return create(ActivityEntrySchema, {
     id: e.id,
@@ -156,7 +156,9 @@ function activityEntryOf(e: EntryRecord, projection: Projection, expiresAt: numb
     sourceEntryIds: [...e.sourceIds],
     lineageReview: e.lineageReview,
     provenance: provenanceView(e),
-    expiresAt: expiryText(expiresAt),
+    expiresAt: expiryText(view.expiresAt),
+    supersedes: [...view.supersedes],
+    absorbedIds: [...e.absorbedIds],
   });
 }
 
@@ -174,7 +176,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
       const { page, more } = await activityPage(entries, q, limit, afterSeq);
       const last = page.at(-1);
       return {
-        entries: page.map((e) => activityEntryOf(e, projection, entries.expiry.expiryOfRecord(e))),
+        entries: page.map((e) => activityEntryOf(e, projection, entries.viewOf(e))),
         nextPageToken: more && last !== undefined ? encodePageToken(q, last.seq) : "",
         totalVisible: await totals.count(q),
       };
@@ -183,7 +185,7 @@ export function activityHandlers(deps: ActivityDeps): ActivityHandlers {
     async exportActivity(req, ctx) {
       const q = queryOf(req, false, ctx, deps.acl);
       const line = (record: EntryRecord): string =>
-        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full", entries.expiry.expiryOfRecord(record)), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
+        `${toJsonString(ActivityEntrySchema, activityEntryOf(record, "full", entries.viewOf(record)), { useProtoFieldName: true, alwaysEmitImplicit: true })}\n`;
       try {
         const { content, entryCount } = await exportActivity(entries, q, line);
         return { format: "jsonl", content, entryCount };

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MemoryService } from "../../../gen/engram/v2/memory_service_pb.js";
 import { callerOf } from "../../auth/principal.js";
-import { IMPORTANCE_LEVELS, newEntry, type EntryType } from "../../storage/entry-store.js";
+import { IMPORTANCE_LEVELS, newEntry, seqOfEntryId, type EntryType } from "../../storage/entry-store.js";
 import { writeProvenance } from "../../storage/provenance.js";
 import { invalidArgument, permissionDenied } from "../../platform/errors.js";
 import { countTokens } from "../../retrieval/context/token-counter.js";
@@ -71,7 +71,7 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
           (req.userId === "" || record.userId === req.userId),
       );
       if (entry === undefined) return { found: false, content: "" };
-      return { found: true, evidence: evidenceOfEntry(entry, 1, "exact_reference"), content: entry.content };
+      return { found: true, evidence: evidenceOfEntry(entry, 1, "exact_reference", deps.entries.viewOf(entry)), content: entry.content };
     },
 
     async checkpoint(req, ctx) {
@@ -107,15 +107,19 @@ export function archiveHandlers(deps: MemoryDeps): Handlers {
 
 const MAX_SOURCE_IDS = 1000;
 
-/** Lineage ids a caller names: each must be one of its own entries. */
+/**
+ * Lineage ids a caller names: each must be one of its own entries. An id merged into another entry by consolidation
+ * names the kept entry, whose id is stored.
+ */
 function sourceEntryIds(deps: MemoryDeps, owner: number, ids: readonly string[]): string[] {
   if (ids.length > MAX_SOURCE_IDS) throw invalidArgument("source_entry_ids", `must hold at most ${MAX_SOURCE_IDS} ids, got ${ids.length}`);
   return [
     ...new Set(
       ids.map((id, i) => {
-        const source = deps.entries.find(bounded(`source_entry_ids[${i}]`, id), (record) => record.owner === owner);
-        if (source === undefined || source.id !== id) throw invalidArgument(`source_entry_ids[${i}]`, "names no entry of the caller");
-        return id;
+        // Entry ids only: `find` also takes reference ids (`arc_…`, `chk_…`), which lineage does not.
+        const source = seqOfEntryId(id) === undefined ? undefined : deps.entries.find(bounded(`source_entry_ids[${i}]`, id), (record) => record.owner === owner);
+        if (source === undefined) throw invalidArgument(`source_entry_ids[${i}]`, "names no entry of the caller");
+        return source.id;
       }),
     ),
   ];

@@ -95,7 +95,7 @@ export function contextHandlers(deps: MemoryDeps): Handlers {
       let recencyFallback = false;
       const result = req.query.trim() === "" ? undefined : await retrieve(deps.index, deps.acl, ctx, question);
       if (result !== undefined && result.hits.length > 0) {
-        candidates = result.hits.map((hit) => candidateOf(evidenceOfHit(hit, false, "relevance"), hit));
+        candidates = result.hits.map((hit) => candidateOf(evidenceOfHit(hit, false, "relevance", deps.entries.viewOf(hit.entry)), hit));
       } else {
         // No topic, or nothing relevant: the newest entries of the run that pass the filters.
         recencyFallback = req.query.trim() !== "";
@@ -165,7 +165,7 @@ function newest(
     const entry = deps.entries.get(seq);
     if (entry === undefined) continue;
     const mode = modeOf(entry);
-    out.push(candidateOf(evidenceOfEntry(entry, 0, mode), { entry, mode, score: 0 }));
+    out.push(candidateOf(evidenceOfEntry(entry, 0, mode, deps.entries.viewOf(entry)), { entry, mode, score: 0 }));
   }
   return out;
 }

@@ -10,6 +10,7 @@ import type { AgentRegistry } from "../../coordination/agent-registry.js";
 import type { Handoffs } from "../../coordination/handoffs.js";
 import type { RunLinks } from "../../runs/run-links.js";
 import type { TrustPolicy } from "../../storage/provenance.js";
+import type { Forgetting } from "../../memory/forget.js";
 
 export interface MemoryDeps {
   readonly entries: EntryStore;
@@ -32,4 +33,6 @@ export interface MemoryDeps {
   readonly trustPolicy: TrustPolicy;
   /** The memory's clock in unix ms: expiry is read against it (tests pass one they control). */
   readonly now: () => number;
+  /** Forget by subject: preview, then erasure with a receipt. */
+  readonly forgetting: Forgetting;
 }

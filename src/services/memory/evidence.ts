@@ -1,6 +1,6 @@
 // Maps stored entries and ranked hits to the QueryEvidence message of answers and context blocks.
 import type { QueryEvidence } from "../../../gen/engram/v2/memory_service_pb.js";
-import { isStaleRecord, type EntryRecord } from "../../storage/entry-store.js";
+import { isStaleRecord, type EntryRecord, type EntryView } from "../../storage/entry-store.js";
 import type { Hit, RetrievalMode } from "../../retrieval/search-engine.js";
 import { provenanceView } from "../../memory/provenance-view.js";
 
@@ -14,8 +14,8 @@ export function expiryText(expiresAt: number): string {
   return expiresAt === 0 ? "" : new Date(expiresAt).toISOString();
 }
 
-/** `expiresAt`: when the entry expires, retention policies included (EntryExpiry.expiryOf); default its own expiry. */
-export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode, expiresAt = entry.expiresAt): EvidenceInit {
+/** `view`: what the store knows of the entry beyond its record (EntryStore.viewOf): expiry with retention, supersedes. */
+export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode, view: EntryView): EvidenceInit {
   return {
     id: entry.id,
     content: entry.content,
@@ -34,12 +34,14 @@ export function evidenceOfEntry(entry: EntryRecord, score: number, mode: Retriev
     occurrenceTime: BigInt(entry.occurrenceTime),
     createdAt: new Date(entry.createdAt).toISOString(),
     provenance: provenanceView(entry),
-    expiresAt: expiryText(expiresAt),
+    expiresAt: expiryText(view.expiresAt),
+    supersedes: [...view.supersedes],
+    absorbedIds: [...entry.absorbedIds],
   };
 }
 
-export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string, expiresAt = hit.entry.expiresAt): EvidenceInit {
-  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode, expiresAt);
+export function evidenceOfHit(hit: Hit, explain: boolean, rankBy: string, view: EntryView): EvidenceInit {
+  const evidence = evidenceOfEntry(hit.entry, hit.score, hit.mode, view);
   if (!explain) return evidence;
   return {
     ...evidence,

@@ -118,7 +118,8 @@ export function ingestHandlers(deps: MemoryDeps): Handlers {
         result.deduplicated = true;
         return false;
       });
-      const written = await deps.writer.write(toWrite.map((w) => w.item), "batch_insert").catch((e: unknown) => {
+      const consolidate = req.consolidate ?? true;
+      const written = await deps.writer.write(toWrite.map((w) => ({ ...w.item, consolidate })), "batch_insert").catch((e: unknown) => {
         // Another request fixed a space's dimension since the items were checked: nothing was written.
         if (e instanceof VectorSpaceConflict) throw invalidArgument("items", `${e.message}; nothing was stored`);
         throw e;

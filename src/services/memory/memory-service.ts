@@ -10,6 +10,7 @@ import { contextHandlers } from "./context.js";
 import { archiveHandlers } from "./archive.js";
 import { memoryHealthHandlers } from "./memory-health.js";
 import { activityHandlers } from "./activity.js";
+import { forgetHandlers } from "./forget.js";
 
 export function memoryService(deps: MemoryDeps, events: EventBus): ServiceImpl<typeof MemoryService> {
   return {
@@ -19,6 +20,7 @@ export function memoryService(deps: MemoryDeps, events: EventBus): ServiceImpl<t
     ...contextHandlers(deps),
     ...archiveHandlers(deps),
     ...memoryHealthHandlers(deps),
+    ...forgetHandlers(deps),
     ...activityHandlers({
       entries: deps.entries,
       events,

@@ -93,7 +93,7 @@ export function queryHandlers(deps: MemoryDeps): Handlers {
         finalAnswer: answer.finalAnswer,
         confidence: Math.round(answer.confidence * 1e4) / 1e4,
         mode,
-        evidence: result.hits.map((hit) => evidenceOfHit(hit, req.explain, rankBy, deps.entries.expiry.expiryOfRecord(hit.entry))),
+        evidence: result.hits.map((hit) => evidenceOfHit(hit, req.explain, rankBy, deps.entries.viewOf(hit.entry))),
         citations: answer.citations,
         degraded: result.vectorSkipped !== "" || answer.fallback !== "",
         consultedRuns,

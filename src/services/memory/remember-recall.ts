@@ -93,7 +93,7 @@ export function rememberRecallHandlers(deps: MemoryDeps): Handlers {
         finalAnswer: answer.finalAnswer,
         confidence: Math.round(answer.confidence * 1e4) / 1e4,
         mode: "agent_routed",
-        evidence: result.hits.map((hit) => evidenceOfHit(hit, false, "relevance", deps.entries.expiry.expiryOfRecord(hit.entry))),
+        evidence: result.hits.map((hit) => evidenceOfHit(hit, false, "relevance", deps.entries.viewOf(hit.entry))),
         citations: answer.citations,
       };
     },

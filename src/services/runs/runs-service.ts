@@ -92,8 +92,8 @@ export function runsService({ memory: deps, deletion, directory, links, sessionP
           workingMemory:
             req.includeWorkingMemory === false
               ? { variables: [], entries: [] }
-              : { variables: plan.variables, entries: workingMemory.map((e) => evidenceOfEntry(e, 1, "working_memory")) },
-          attention: attention.map((a) => ({ reason: a.reason, entry: evidenceOfEntry(a.entry, a.weight, modeOf(a.entry)) })),
+              : { variables: plan.variables, entries: workingMemory.map((e) => evidenceOfEntry(e, 1, "working_memory", deps.entries.viewOf(e))) },
+          attention: attention.map((a) => ({ reason: a.reason, entry: evidenceOfEntry(a.entry, a.weight, modeOf(a.entry), deps.entries.viewOf(a.entry)) })),
           goals: plan.goals,
           lastActivityAt: seqs.length === 0 ? "" : new Date(catalog.createdAt(seqs[seqs.length - 1] as number)).toISOString(),
           generatedAt: new Date().toISOString(),

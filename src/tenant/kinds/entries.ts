@@ -92,7 +92,8 @@ export function entryKind({ storage, entries, index, writer, trustPolicy = DEFAU
       const sourceIds = record.sourceIds.flatMap((id) => mapped(ctx, id));
       // The importing key wrote the entry into this memory; an entry the server derived (no writing key) stays so.
       const keyId = record.provenance.keyId === "" && record.provenance.origin !== "import" ? "" : ctx.keyId;
-      const entry: NewEntry = { ...prepared.entry, sourceIds, provenance: { ...record.provenance, keyId } };
+      // Ids merged into the entry (consolidation) name entries that no longer exist and were not exported: dropped.
+      const entry: NewEntry = { ...prepared.entry, sourceIds, provenance: { ...record.provenance, keyId }, absorbedIds: [] };
       // The normal write keeps the creation time it is given; supersession follows from the upsert keys as entries
       // arrive in write order.
       let written: WrittenEntry | undefined;
