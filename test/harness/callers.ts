@@ -20,7 +20,10 @@ export interface CallResult {
   readonly body: JsonObject;
   /** HTTP status for REST and Connect; undefined for gRPC. */
   readonly status: number | undefined;
-  /** Response header fields (gRPC: header metadata, and trailers on an error), lower-case names. */
+  /**
+   * Engram's own response header fields (`engram-*`; gRPC: header metadata, and trailers on an error), lower-case
+   * names. Transport headers (`date`, `content-length`…) are left out: tests compare whole results.
+   */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -41,10 +44,14 @@ function authHeaders(key: string | undefined): Record<string, string> {
   return key === undefined ? {} : { authorization: `Bearer ${key}` };
 }
 
+function isEngramHeader(name: string): boolean {
+  return name.startsWith("engram-");
+}
+
 async function resultFromFetch(response: Response): Promise<CallResult> {
   const text = await response.text();
   const json = (text === "" ? {} : JSON.parse(text)) as JsonObject;
-  const headers = Object.fromEntries(response.headers.entries());
+  const headers = Object.fromEntries([...response.headers.entries()].filter(([name]) => isEngramHeader(name)));
   if (response.ok) return { code: "ok", message: "", body: json, status: response.status, headers };
   return { code: String(json["code"]), message: String(json["message"]), body: {}, status: response.status, headers };
 }
@@ -142,14 +149,14 @@ export function grpcCaller(port: number): Caller {
         const unary = fn.call(client, request, metadata, (error, response) => {
           if (error) {
             // An error answer is trailers-only: its metadata arrives with the status.
-            for (const [name, value] of Object.entries(error.metadata?.getMap() ?? {})) headers[name] ??= String(value);
+            for (const [name, value] of Object.entries(error.metadata?.getMap() ?? {})) if (isEngramHeader(name)) headers[name] ??= String(value);
             resolve({ code: GRPC_CODE_NAMES[error.code] ?? "unknown", message: error.details, body: {}, status: undefined, headers });
           } else {
             resolve({ code: "ok", message: "", body: response, status: undefined, headers });
           }
         });
         unary.on("metadata", (received: grpc.Metadata) => {
-          for (const [name, value] of Object.entries(received.getMap())) headers[name] = String(value);
+          for (const [name, value] of Object.entries(received.getMap())) if (isEngramHeader(name)) headers[name] = String(value);
         });
       });
     },
