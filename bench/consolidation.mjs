@@ -8,11 +8,11 @@
 //        BENCH_REPEAT  share of facts that repeat an earlier one, exactly or with a changed word (default 0.1)
 // Writes bench/results/consolidation.json.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { rng } from "./lib/corpus.mjs";
+import { startInProcess } from "./lib/in-process.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SIZE = Number(process.env.BENCH_SIZE ?? 20_000);
@@ -20,10 +20,6 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 100);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 0.1);
 const ROUNDS = 4;
 
-const { startEngram } = await import(path.join(ROOT, "dist/src/app.js"));
-const { loadConfig } = await import(path.join(ROOT, "dist/src/platform/config.js"));
-const { createLogger } = await import(path.join(ROOT, "dist/src/platform/logger.js"));
-const { mintApiKey } = await import(path.join(ROOT, "dist/src/auth/api-key.js"));
 
 const log = (msg) => process.stderr.write(`[consolidation ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const random = rng(7);
@@ -73,29 +69,7 @@ function corpus() {
 }
 
 async function startServer(consolidation) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-consolidation-"));
-  const adminKey = mintApiKey("local").key;
-  const config = loadConfig({
-    SERVICE_ADMIN_KEY: adminKey,
-    SERVICE_PORT: "0",
-    SERVICE_CONSOLE_PORT: "0",
-    SERVICE_HOST: "127.0.0.1",
-    SERVICE_DATA_DIR: dataDir,
-    SERVICE_LOG_LEVEL: "silent",
-    SERVICE_CONSOLIDATION: consolidation ? "on" : "off",
-  });
-  const engram = await startEngram(config, { logger: createLogger("silent") });
-  const base = `http://127.0.0.1:${engram.port}`;
-  const post = async (route, body) => {
-    const response = await fetch(`${base}${route}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${route}: ${response.status} ${text.slice(0, 300)}`);
-    return JSON.parse(text);
-  };
+  const { engram, post, dataDir } = await startInProcess("consolidation", { SERVICE_CONSOLIDATION: consolidation ? "on" : "off" });
   return { engram, post, dataDir, seconds: 0, written: 0 };
 }
 

@@ -23,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { interferenceMonitor, waitQuietMachine } from "./lib/machine.mjs";
 import { rng } from "./lib/corpus.mjs";
+import { startInProcess } from "./lib/in-process.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SIZE = Number(process.env.BENCH_SIZE ?? 100_000);
@@ -32,10 +33,6 @@ const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT_S ?? 300) * 1000;
 const RUN = "scans";
 const BATCH = 1000;
 
-const { startEngram } = await import(path.join(ROOT, "dist/src/app.js"));
-const { loadConfig } = await import(path.join(ROOT, "dist/src/platform/config.js"));
-const { createLogger } = await import(path.join(ROOT, "dist/src/platform/logger.js"));
-const { mintApiKey } = await import(path.join(ROOT, "dist/src/auth/api-key.js"));
 
 const log = (msg) => process.stderr.write(`[long-scans ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const round = (x, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -68,30 +65,7 @@ async function watched(fn) {
   return { value, duration, block: Math.max(histogramMax, worstLag), p99: Math.max(0, histogram.percentile(99) / 1e6 - 1) };
 }
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-long-scans-"));
-const adminKey = mintApiKey("local").key;
-const config = loadConfig({
-  SERVICE_ADMIN_KEY: adminKey,
-  SERVICE_PORT: "0",
-  SERVICE_CONSOLE_PORT: "0",
-  SERVICE_HOST: "127.0.0.1",
-  SERVICE_DATA_DIR: dataDir,
-  SERVICE_LOG_LEVEL: "silent",
-});
-const engram = await startEngram(config, { logger: createLogger("silent") });
-const base = `http://127.0.0.1:${engram.port}`;
-
-async function call(method, route, body) {
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${adminKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
-  return (response.headers.get("content-type") ?? "").includes("json") ? JSON.parse(text) : text;
-}
-const post = (route, body) => call("POST", route, body);
+const { engram, dataDir, adminKey, base, call, post } = await startInProcess("long-scans");
 
 try {
   const facts = SIZE - LESSONS;

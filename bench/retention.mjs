@@ -16,12 +16,12 @@
 //   after_purge     50k live entries, nothing awaiting
 // Writes bench/results/retention.json.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { interferenceMonitor, machine, waitQuietMachine, writeResults } from "./lib/machine.mjs";
 import { rng } from "./lib/corpus.mjs";
+import { startInProcess } from "./lib/in-process.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SIZE = Number(process.env.BENCH_SIZE ?? 100_000);
@@ -31,10 +31,6 @@ const QUIET_WAIT_MS = Number(process.env.BENCH_QUIET_WAIT_S ?? 300) * 1000;
 const BATCH = 1000;
 const TTL_S = 3600;
 
-const { startEngram } = await import(path.join(ROOT, "dist/src/app.js"));
-const { loadConfig } = await import(path.join(ROOT, "dist/src/platform/config.js"));
-const { createLogger } = await import(path.join(ROOT, "dist/src/platform/logger.js"));
-const { mintApiKey } = await import(path.join(ROOT, "dist/src/auth/api-key.js"));
 
 const log = (msg) => process.stderr.write(`[retention ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const round = (x, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -50,30 +46,7 @@ const random = rng(7);
 const sentence = (n) => Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(" ");
 
 let clock = Date.now();
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-retention-"));
-const adminKey = mintApiKey("local").key;
-const config = loadConfig({
-  SERVICE_ADMIN_KEY: adminKey,
-  SERVICE_PORT: "0",
-  SERVICE_CONSOLE_PORT: "0",
-  SERVICE_HOST: "127.0.0.1",
-  SERVICE_DATA_DIR: dataDir,
-  SERVICE_LOG_LEVEL: "silent",
-  SERVICE_RETENTION_SWEEP_MS: "0",
-});
-const engram = await startEngram(config, { logger: createLogger("silent"), memoryNow: () => clock });
-const base = `http://127.0.0.1:${engram.port}`;
-
-async function post(route, body) {
-  const response = await fetch(`${base}${route}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`POST ${route}: ${response.status} ${text.slice(0, 300)}`);
-  return JSON.parse(text);
-}
+const { engram, dataDir, post } = await startInProcess("retention", { SERVICE_RETENTION_SWEEP_MS: "0" }, { memoryNow: () => clock });
 
 const runs = Array.from({ length: 10 }, (_, i) => `run-${i}`);
 const questions = Array.from({ length: 50 }, () => sentence(4));

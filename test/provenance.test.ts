@@ -8,7 +8,7 @@ import { open } from "lmdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATABASE_NAMES } from "../src/storage/database.js";
 import { TRANSPORTS, callerFor, restCaller, type Caller, type Json, type JsonObject } from "./harness/callers.js";
-import { RPC, evidenceOf, expectInvalid, idsOf, ingestAndWait, ok } from "./harness/memory.js";
+import { RPC, evidenceOf, expectInvalid, idsOf, exportTenantLines, ingestAndWait, ok } from "./harness/memory.js";
 import { clusteredRun, startTestServer, tempDataDir, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 
@@ -55,16 +55,6 @@ async function contextSources(c: Caller, key: string, filters: JsonObject = {}):
   return body["sources"] as JsonObject[];
 }
 
-async function exportAll(c: Caller, key: string): Promise<string[]> {
-  const lines: string[] = [];
-  let token = "";
-  do {
-    const page = await ok(c, R.exportTenant, { page_token: token }, key);
-    lines.push(...(page["lines"] as string[]));
-    token = String(page["next_page_token"]);
-  } while (token !== "");
-  return lines;
-}
 
 describe("provenance on the memory routes", () => {
   let server: TestServer;
@@ -246,7 +236,7 @@ describe("provenance on the memory routes", () => {
 
   it("keeps provenance through a tenant export and import, recording the importing key", async () => {
     const carol = await createUser(server.baseUrl, server.adminKey, "prov-carol");
-    const lines = await exportAll(rest, alice);
+    const lines = await exportTenantLines(rest, alice);
     const imported = await ok(rest, R.importTenant, { lines }, carol);
     expect(imported).toBeDefined();
     const { entries } = await activity(rest, carol);
@@ -301,7 +291,7 @@ describe("the trust policy", () => {
     const source = await createUser(server.baseUrl, server.adminKey, "policy-source");
     const target = await createUser(server.baseUrl, server.adminKey, "policy-target");
     await ok(rest, R.remember, { session_id: RUN, content: "an old fact from before provenance" }, source);
-    const lines = (await exportAll(rest, source)).map((l) => JSON.parse(l) as JsonObject);
+    const lines = (await exportTenantLines(rest, source)).map((l) => JSON.parse(l) as JsonObject);
     // A line as a server before provenance wrote it: record version 3, no provenance, flags, expiry or absorbed ids.
     const old = lines.map((line) => {
       if (line["kind"] !== "entry") return JSON.stringify(line);

@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restCaller, type Caller, type Json, type JsonObject } from "./harness/callers.js";
 import { ensureBuilt } from "./harness/child-server.js";
-import { expectCode, ingestAndWait, ok, RPC } from "./harness/memory.js";
+import { expectCode, exportTenantLines, ingestAndWait, ok, RPC } from "./harness/memory.js";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 
@@ -431,12 +431,12 @@ describe("export and import", () => {
   it("exports nothing of another user: an empty memory exports its header only", async () => {
     const other = await createUser(a.baseUrl, a.adminKey, "tenant-other");
     // Every page, to the end: a page is cut by time as well as size, so a loaded machine may need more than one.
-    const empty = await exportAll(ca, other);
+    const empty = await exportTenantLines(ca, other);
     expect(empty).toHaveLength(1);
     expect((JSON.parse(empty[0] ?? "{}") as JsonObject)["kind"]).toBe("header");
     await ingestAndWait(ca, other, "alpha", [{ text: "The other tenant's own note about deploys." }]);
     await ok(ca, R.setVariable, { run_id: "alpha", name: "release", value_json: '"other"' }, other);
-    const lines = await exportAll(ca, other);
+    const lines = await exportTenantLines(ca, other);
     const text = lines.join("\n");
     expect(text).toContain("The other tenant's own note");
     // Words of the first user's memory (all in its export) appear nowhere in this one's.
@@ -462,7 +462,7 @@ describe("import refusals", () => {
     const projectId = String((project["project"] as JsonObject)["project_id"]);
     await ok(ca, R.createSkill, { project_id: projectId, name: "lint", instructions: "Run the linter." }, source);
     await ok(ca, R.grant, { principal_type: "user", principal_id: "reader-x", run_id: "r1", permission: "read" }, source);
-    lines = (await exportAll(ca, source)).map((l) => JSON.parse(l) as JsonObject);
+    lines = (await exportTenantLines(ca, source)).map((l) => JSON.parse(l) as JsonObject);
     key = await createUser(b.baseUrl, b.adminKey, "refusal-target");
     await ok(cb, R.createProject, { name: "Taken", description: "" }, key);
   });
@@ -556,13 +556,3 @@ describe("paging", () => {
 });
 
 /** Every line of the caller's export, through the API, page by page. */
-async function exportAll(c: Caller, key: string, limit = 0): Promise<string[]> {
-  const lines: string[] = [];
-  let token = "";
-  do {
-    const page = await ok(c, R.exportTenant, { page_token: token, limit }, key);
-    lines.push(...(page["lines"] as string[]));
-    token = String(page["next_page_token"]);
-  } while (token !== "");
-  return lines;
-}

@@ -7,7 +7,7 @@ import path from "node:path";
 import { open, type Key } from "lmdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callerFor, restCaller, TRANSPORTS, type Caller, type JsonObject } from "./harness/callers.js";
-import { RPC, evidenceOf, expectInvalid, idsOf, ingestAndWait, ok } from "./harness/memory.js";
+import { RPC, evidenceOf, expectInvalid, idsOf, exportTenantLines, ingestAndWait, ok } from "./harness/memory.js";
 import { startTestServer, tempDataDir, type TestServer } from "./harness/server.js";
 import { createUser } from "./harness/users.js";
 import { HashedEmbedder } from "../src/retrieval/embedders/hashed-embedder.js";
@@ -51,16 +51,6 @@ async function topIds(c: Caller, key: string, request: JsonObject): Promise<stri
   return idsOf(evidenceOf(await ok(c, RPC.query, { query: NOWHERE, ...request }, key)));
 }
 
-async function exportAll(c: Caller, key: string): Promise<string[]> {
-  const lines: string[] = [];
-  let token = "";
-  do {
-    const page = await ok(c, R.exportTenant, { page_token: token }, key);
-    lines.push(...(page["lines"] as string[]));
-    token = String(page["next_page_token"]);
-  } while (token !== "");
-  return lines;
-}
 
 interface Fixture {
   readonly server: TestServer;
@@ -187,7 +177,7 @@ const CASES: readonly Case[] = [
       await ok(f.c, R.updateLesson, { lesson_id: ids[0] as string, content: "Lesson 0: never retry uploads." }, f.alice);
       await ok(f.c, R.deleteLesson, { lesson_id: ids[1] as string }, f.alice);
       const records = new Map(
-        (await exportAll(f.c, f.alice))
+        (await exportTenantLines(f.c, f.alice))
           .map((line) => JSON.parse(line) as { kind: string; id: string; record: JsonObject })
           .filter((line) => line.kind === "entry")
           .map((line) => [line.id, line.record]),
@@ -280,7 +270,7 @@ describe("vector spaces across a restart and a tenant transfer", () => {
   });
 
   it("carries space vectors through a tenant export and import", async () => {
-    const lines = await exportAll(c, alice);
+    const lines = await exportTenantLines(c, alice);
     const entryLines = lines.slice(1).map((line) => JSON.parse(line) as { kind: string; record: JsonObject });
     expect(entryLines.filter((l) => l.kind === "entry" && Array.isArray(l.record["spaceVectors"]))).toHaveLength(10);
     const dave = await createUser(server.baseUrl, server.adminKey, "dave");

@@ -16,6 +16,7 @@ export const RPC = {
   dereference: "engram.v2.MemoryService/Dereference",
   checkpoint: "engram.v2.MemoryService/Checkpoint",
   memoryHealth: "engram.v2.MemoryService/GetMemoryHealth",
+  exportTenant: "engram.v2.TenantService/ExportTenant",
 } as const;
 
 /** Polls of a job's status before a wait gives up; the pause between polls grows from 5 ms to 100 ms. */
@@ -94,4 +95,16 @@ export async function ingestAndWait(c: Caller, key: string, runId: string, items
   const { job } = await waitForJob(c, key, String(accepted["job_id"]));
   expect(job["status"], String(job["error"])).toBe("completed");
   return (job["traces"] as JsonObject[]).map((t) => String(((t["writes"] as JsonObject[])[0] as JsonObject)["record_id"]));
+}
+
+/** Every line of the caller's tenant export, page by page to the end (a page is cut by size and by time). */
+export async function exportTenantLines(c: Caller, key: string, limit = 0): Promise<string[]> {
+  const lines: string[] = [];
+  let token = "";
+  do {
+    const page = await ok(c, RPC.exportTenant, { page_token: token, limit }, key);
+    lines.push(...(page["lines"] as string[]));
+    token = String(page["next_page_token"]);
+  } while (token !== "");
+  return lines;
 }
