@@ -113,19 +113,25 @@ export class Consolidator {
     // Entries an earlier pair of the batch absorbs: not candidates for the later ones.
     const absorbed = new Set<number>();
     let sliceStart = performance.now();
-    for (let i = 0; i < written.length; i++) {
-      const { record } = written[i] as WrittenEntry;
-      const entry = prepared[i];
-      if (wanted?.[i] === false || entry === undefined || !mergeable(record)) continue;
-      const pair = this.#pairOf(record, entry.termFreqs, entry.vector, absorbed);
-      if (pair !== undefined) {
-        pairs.push(pair);
-        absorbed.add(pair.absorbed);
+    // The check's pauses serve requests; the graph catches up once it is done (see VectorIndex.holdIndexing).
+    const release = this.#index.dense.holdIndexing();
+    try {
+      for (let i = 0; i < written.length; i++) {
+        const { record } = written[i] as WrittenEntry;
+        const entry = prepared[i];
+        if (wanted?.[i] === false || entry === undefined || !mergeable(record)) continue;
+        const pair = this.#pairOf(record, entry.termFreqs, entry.vector, absorbed);
+        if (pair !== undefined) {
+          pairs.push(pair);
+          absorbed.add(pair.absorbed);
+        }
+        if (performance.now() - sliceStart > SLICE_MS) {
+          await yieldToLoop();
+          sliceStart = performance.now();
+        }
       }
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await yieldToLoop();
-        sliceStart = performance.now();
-      }
+    } finally {
+      release();
     }
     try {
       await this.#merge(pairs, written[0]?.record.agentId ?? "");

@@ -113,6 +113,9 @@ export interface VectorIndexOptions {
  * that owner's graph: other owners' vectors neither crowd its over-fetch nor slow it.
  */
 export class VectorIndex {
+  /** Holds on graph additions (holdIndexing), and whether additions were wanted meanwhile. */
+  #holds = 0;
+  #heldBack = false;
   readonly dimensions: number;
   readonly embedderId: string;
   readonly #dir: string;
@@ -365,12 +368,36 @@ export class VectorIndex {
     this.#idleTimer.unref();
   }
 
+  /**
+   * Holds graph additions until the returned function is called: work that yields between its own short slices (the
+   * near-duplicate check after a write) then hands its pauses to requests rather than to the graph, which would
+   * otherwise fill every pause of a bulk ingest and slow it down (the graph catches up in the lull as it does
+   * after any write). A hold lasts one such piece of work, so the vectors waiting meanwhile stay bounded.
+   */
+  holdIndexing(): () => void {
+    this.#holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#holds--;
+      if (this.#holds === 0 && this.#heldBack) {
+        this.#heldBack = false;
+        this.scheduleIndexing();
+      }
+    };
+  }
+
   /** Adds queued vectors to the graphs in slices, yielding between them; resolves when every queue is empty. */
   async indexPending(): Promise<void> {
     if (this.#indexing) return;
     this.#indexing = true;
     try {
       for (;;) {
+        if (this.#holds > 0) {
+          this.#heldBack = true;
+          break;
+        }
         this.#queueUnindexed();
         for (const p of this.#partitions.values()) if (p.retiring !== undefined && p.pending.length === 0 && !p.needsQueue) p.retiring = undefined;
         const part = [...this.#partitions.values()].find((p) => p.graph !== undefined && p.pending.length > 0);
