@@ -214,12 +214,21 @@ export class Consolidator {
         if (seq === record.seq || found.has(seq) || !catalog.has(seq) || catalog.entryType(seq) !== "fact" || catalog.isStale(seq)) continue;
         const terms = catalog.termCount(seq);
         if (terms < low || terms > high || catalog.runOf(seq) !== record.runId) continue;
-        if (rare.filter((other) => postingListHolds(other, seq)).length < rare.length - mayLack) continue;
+        if (!holdsEnough(rare, seq, mayLack)) continue;
         found.add(seq);
       }
     }
     return found;
   }
+}
+
+/** Whether `seq` is in all but at most `mayLack` of the posting lists (stops at the first list too many it lacks). */
+function holdsEnough(lists: readonly Int32Array[], seq: number, mayLack: number): boolean {
+  let lacking = 0;
+  for (const list of lists) {
+    if (!postingListHolds(list, seq) && ++lacking > mayLack) return false;
+  }
+  return true;
 }
 
 /** A near-duplicate and the entry it is merged into, by seq. */
