@@ -17,8 +17,7 @@ import { isStaleRecord, type EntryRecord, type EntryStore, type PreparedEntry, t
 import type { MemoryIndex } from "./memory-index.js";
 import { postingListHolds, postingListLength, postingSeqAt } from "../retrieval/sparse-index.js";
 import { NEAR_DUPLICATE_COSINE, isNearDuplicate, keepsFirst } from "./near-duplicate.js";
-import { performance } from "node:perf_hooks";
-import { setImmediate as yieldToLoop } from "node:timers/promises";
+import { SLICE_MS, TimeSlicer } from "./scan.js";
 
 /** Most recent entries checked in each posting list that gives candidates. */
 const CANDIDATE_WINDOW = 32;
@@ -29,8 +28,6 @@ const RARE_TERMS = 4;
  * leaves at most ~8 % of either's words unshared.
  */
 const MAY_LACK = 0.081;
-/** How long merging a batch's facts holds the event loop before it yields, in ms. */
-const SLICE_MS = 2;
 const MERGE_REASON = "near-duplicate merged";
 /** Stored entries the background pass reads per slice; it yields to requests between slices. */
 const SWEEP_SLICE = 64;
@@ -112,7 +109,7 @@ export class Consolidator {
     const pairs: MergePair[] = [];
     // Entries an earlier pair of the batch absorbs: not candidates for the later ones.
     const absorbed = new Set<number>();
-    let sliceStart = performance.now();
+    const slicer = new TimeSlicer(SLICE_MS, 1);
     // The check's pauses serve requests; the graph catches up once it is done (see VectorIndex.holdIndexing).
     const release = this.#index.dense.holdIndexing();
     try {
@@ -125,10 +122,8 @@ export class Consolidator {
           pairs.push(pair);
           absorbed.add(pair.absorbed);
         }
-        if (performance.now() - sliceStart > SLICE_MS) {
-          await yieldToLoop();
-          sliceStart = performance.now();
-        }
+        const pause = slicer.tick();
+        if (pause) await pause;
       }
     } finally {
       release();

@@ -1,7 +1,6 @@
 // Screens new entries before they are stored: flags instruction-like text (memory/instruction-detector.ts) and keeps
 // untrusted lessons and rules from being stored as guidance (memory/evidence-trust.ts). The detector reads up to
 // ~32k characters of each entry, so a request of many large items is screened in time slices.
-import { performance } from "node:perf_hooks";
 import type { NewEntry } from "../storage/entry-record.js";
 import { guardedKnowledge } from "./evidence-trust.js";
 import { ingestFlags } from "./instruction-detector.js";
@@ -15,15 +14,13 @@ export function screenedEntry(entry: NewEntry): NewEntry {
 
 /** `screenedEntry` of each item's entry, in order, yielding to the event loop every SLICE_MS. */
 export async function screenEntries<T extends { readonly entry: NewEntry }>(items: readonly T[]): Promise<T[]> {
-  const slicer = new TimeSlicer();
-  let sliceStart = performance.now();
+  // An entry can take the detector a few milliseconds: the clock is read after each one.
+  const slicer = new TimeSlicer(SLICE_MS, 1);
   const out: T[] = [];
   for (const item of items) {
     out.push({ ...item, entry: screenedEntry(item.entry) });
-    if (performance.now() - sliceStart >= SLICE_MS) {
-      await slicer.pause();
-      sliceStart = performance.now();
-    }
+    const pause = slicer.tick();
+    if (pause) await pause;
   }
   return out;
 }

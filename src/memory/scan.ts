@@ -18,17 +18,20 @@ const CHUNK = 256;
  */
 export class TimeSlicer {
   readonly #sliceMs: number;
+  readonly #checkEvery: number;
   #sliceStart = performance.now();
   #rows = 0;
   /** Times the scan gave the event loop back. */
   yields = 0;
 
-  constructor(sliceMs = SLICE_MS) {
+  /** `checkEvery`: rows between two looks at the clock; 1 where a single row may cost a good part of a slice. */
+  constructor(sliceMs = SLICE_MS, checkEvery = CHECK_EVERY) {
     this.#sliceMs = sliceMs;
+    this.#checkEvery = checkEvery;
   }
 
   tick(): Promise<void> | undefined {
-    if (++this.#rows % CHECK_EVERY !== 0 || performance.now() - this.#sliceStart < this.#sliceMs) return undefined;
+    if (++this.#rows % this.#checkEvery !== 0 || performance.now() - this.#sliceStart < this.#sliceMs) return undefined;
     return this.pause();
   }
 

@@ -73,8 +73,7 @@ export function derivedProvenance(trust: Trust = "trusted"): Provenance {
 
 /** Provenance of an entry written before provenance existed: its origin from `source`, its trust from the policy. */
 export function legacyProvenance(source: string, policy: TrustPolicy = DEFAULT_TRUST_POLICY): Provenance {
-  const origin = originOfSource(source);
-  return { origin, toolName: "", url: "", trust: policy[origin], keyId: "" };
+  return writeProvenance(originOfSource(source), "", policy);
 }
 
 /**

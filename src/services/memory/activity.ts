@@ -30,7 +30,7 @@ import { mayWrite } from "./archive.js";
 import { provenanceFilterOf } from "./provenance-filter-input.js";
 import { provenanceView } from "../../memory/provenance-view.js";
 import { writeProvenance, type TrustPolicy } from "../../storage/provenance.js";
-import { expiryText } from "./evidence.js";
+import { iso } from "../iso-time.js";
 
 export { MAX_EXPORT_CHARS, MAX_EXPORT_ENTRIES };
 
@@ -156,7 +156,7 @@ function activityEntryOf(e: EntryRecord, projection: Projection, view: EntryView
     sourceEntryIds: [...e.sourceIds],
     lineageReview: e.lineageReview,
     provenance: provenanceView(e),
-    expiresAt: expiryText(view.expiresAt),
+    expiresAt: iso(view.expiresAt),
     supersedes: [...view.supersedes],
     absorbedIds: [...e.absorbedIds],
   });

@@ -3,16 +3,12 @@ import type { QueryEvidence } from "../../../gen/engram/v2/memory_service_pb.js"
 import { isStaleRecord, type EntryRecord, type EntryView } from "../../storage/entry-store.js";
 import type { Hit, RetrievalMode } from "../../retrieval/search-engine.js";
 import { provenanceView } from "../../memory/provenance-view.js";
+import { iso } from "../iso-time.js";
 
 export type EvidenceInit = Omit<QueryEvidence, "$typeName" | "explainInfo" | "provenance"> & {
   explainInfo?: QueryEvidence["explainInfo"];
   provenance?: QueryEvidence["provenance"];
 };
-
-/** An expiry in unix ms as the API shows it: RFC 3339, "" for never. */
-export function expiryText(expiresAt: number): string {
-  return expiresAt === 0 ? "" : new Date(expiresAt).toISOString();
-}
 
 /** `view`: what the store knows of the entry beyond its record (EntryStore.viewOf): expiry with retention, supersedes. */
 export function evidenceOfEntry(entry: EntryRecord, score: number, mode: RetrievalMode, view: EntryView): EvidenceInit {
@@ -34,7 +30,7 @@ export function evidenceOfEntry(entry: EntryRecord, score: number, mode: Retriev
     occurrenceTime: BigInt(entry.occurrenceTime),
     createdAt: new Date(entry.createdAt).toISOString(),
     provenance: provenanceView(entry),
-    expiresAt: expiryText(view.expiresAt),
+    expiresAt: iso(view.expiresAt),
     supersedes: [...view.supersedes],
     absorbedIds: [...entry.absorbedIds],
   };

@@ -14,12 +14,9 @@ import { bounded, required } from "./validate.js";
 import { RequestSpaces } from "./vector-space-input.js";
 import { VectorSpaceConflict } from "../../storage/vector-space-store.js";
 import { costMessage } from "../cost-message.js";
+import { iso } from "../iso-time.js";
 
 type Handlers = Pick<ServiceImpl<typeof MemoryService>, "ingest" | "batchInsert" | "getIngestJob" | "getIngestStats">;
-
-function iso(ms: number): string {
-  return ms === 0 ? "" : new Date(ms).toISOString();
-}
 
 function jobView(job: IngestJobRecord) {
   return {

@@ -6,10 +6,8 @@ import { cursorSeq, decodeCursor, encodeCursor, filtersDigest } from "../../plat
 import type { AgentDefinitionView } from "../../resources/agent-definitions.js";
 import type { ProjectView } from "../../resources/projects.js";
 import type { PromptVersionRecord } from "../../resources/resource-records.js";
+import { iso } from "../iso-time.js";
 
-export function iso(ms: number): string {
-  return ms === 0 ? "" : new Date(ms).toISOString();
-}
 
 export function projectMessage(view: ProjectView): MessageInitShape<typeof ProjectDefinitionSchema> {
   const r = view.record;

@@ -7,7 +7,7 @@ import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import { cursorSeq, decodeCursor, encodeCursor, filtersDigest } from "../../platform/page-cursor.js";
 import type { RunHistory, RunHistoryCursor, RunHistoryView } from "../../resources/run-history.js";
 import { clampLimit, required } from "../memory/validate.js";
-import { iso } from "./resource-messages.js";
+import { iso } from "../iso-time.js";
 
 type Handlers = Pick<ServiceImpl<typeof ResourcesService>, "listRunHistory" | "getRunHistory">;
 

@@ -8,6 +8,7 @@ import { SKILL_TYPES, VERSION_STATUSES, versionIdOf, type SkillVersionRecord, ty
 import { checkParametersSchema } from "../../resources/skill-schema.js";
 import type { Skills, SkillView } from "../../resources/skills-store.js";
 import { bounded, clampLimit, content, oneOf, required } from "../memory/validate.js";
+import { iso } from "../iso-time.js";
 
 export interface SkillHandlerDeps {
   readonly skills: Skills;
@@ -97,10 +98,6 @@ function statusFilter(value: string): VersionStatus | undefined {
   const match = VERSION_STATUSES.find((s) => s === value.toLowerCase());
   if (match === undefined) throw invalidArgument("status_filter", `must be one of ${VERSION_STATUSES.join(", ")}`);
   return match;
-}
-
-function iso(ms: number): string {
-  return ms === 0 ? "" : new Date(ms).toISOString();
 }
 
 function skillMessage(view: SkillView): MessageInitShape<typeof SkillDefinitionSchema> {
