@@ -239,7 +239,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
     // The run's retention policy went with it: the in-memory mirror follows (its entries are hidden by the tombstone).
     (owner, runId) => retention.applied(owner, "run", runId),
   );
-  const expiryPurge = new ExpiryPurge({ storage, entries, index, events, logger, gate: background, worksFor, periodMs: config.retentionSweepMs });
+  const expiryPurge = new ExpiryPurge({ entries, index, changes, logger, gate: background, worksFor, periodMs: config.retentionSweepMs });
   const retentionPolicies = new RetentionPolicies(storage, retention, index, memoryNow);
   const builtinExtractor = new BuiltinExtractor();
   const reflector = new Reflector({

@@ -2,12 +2,11 @@
 // judge expiry on the memory's clock); this background pass then deletes them from LMDB and the indexes in bounded
 // slices, with the rules of a delete: lineage links go, entries derived from one are marked `source_deleted`, and an
 // `entry.deleted` or `lesson.deleted` event (reason `expired`) is published for each.
-import type { EventBus } from "../events/event-bus.js";
 import type { BackgroundGate } from "../platform/background-gate.js";
 import type { Logger } from "../platform/logger.js";
-import type { Storage } from "../storage/database.js";
-import type { DeletedEntry, EntryStore } from "../storage/entry-store.js";
+import type { EntryStore } from "../storage/entry-store.js";
 import { inWriteScope } from "../storage/write-scope.js";
+import type { EntryChanges } from "./entry-changes.js";
 import type { MemoryIndex } from "./memory-index.js";
 
 /** Entries removed per transaction: as run deletion's purge, so one slice never holds the event loop for long. */
@@ -18,10 +17,10 @@ const SLICES_IN_FLIGHT = 4;
 const SWEEP_LIMIT = 100_000;
 
 export interface ExpiryPurgeDeps {
-  readonly storage: Storage;
   readonly entries: EntryStore;
   readonly index: MemoryIndex;
-  readonly events: EventBus;
+  /** Deletes as a user's delete does (lineage, events); the purge's deletions carry the reason `expired`. */
+  readonly changes: EntryChanges;
   readonly logger: Logger;
   readonly gate: BackgroundGate;
   /** Whether this node purges the owner's entries (clustered: the owner's shard is one it serves). */
@@ -107,20 +106,8 @@ export class ExpiryPurge {
   }
 
   async #purgeSlice(owner: number, seqs: readonly number[]): Promise<number> {
-    const { storage, entries, index, events } = this.#deps;
     // The purge's writes are the owner's (clustered: on the owner's shard).
-    const deleted: DeletedEntry[] = await inWriteScope(owner, () => storage.transaction(() => seqs.flatMap((seq) => entries.deleteInTransaction(seq) ?? [])));
-    for (const { record, termFreqs, flagged } of deleted) {
-      index.forgetHidden(record.seq, record.owner, termFreqs);
-      for (const marked of flagged) index.catalog.replace(marked);
-      events.publish({
-        type: record.entryType === "lesson" || record.entryType === "rule" ? "lesson.deleted" : "entry.deleted",
-        owner: record.owner,
-        runId: record.runId,
-        agentId: "",
-        payload: JSON.stringify({ entry_id: record.id, flagged_for_review: flagged.map((e) => e.id), reason: "expired" }),
-      });
-    }
+    const deleted = await inWriteScope(owner, () => this.#deps.changes.deleteAll(seqs, { reason: "expired", agentId: "" }));
     return deleted.length;
   }
 }
