@@ -78,6 +78,7 @@ it("every write route answers only after its own flush", async () => {
     ["variables/set", "engram.v2.PlanningService/SetVariable", { run_id: "d", name: "v", value_json: "1" }],
     ["sessions/create", "engram.v2.SessionsService/CreateControlSession", { run_id: "d-session" }],
     ["projects", "engram.v2.ResourcesService/CreateProject", { name: "durable-project" }],
+    ["retention/set", "engram.v2.RunsService/SetRetentionPolicy", { run_id: "d", policy: { rules: [{ entry_type: "trace", max_age_seconds: 86400 }] } }],
   ];
   for (const [name, rpc, request] of writes) {
     const { ms, body } = await timed(rpc, request);
@@ -88,7 +89,10 @@ it("every write route answers only after its own flush", async () => {
   const accepted = await ok(caller, RPC.ingest, { run_id: "d", items: [{ text: "Always pin versions.", entry_type: "lesson" }] }, adminKey);
   const { job } = await waitForJob(caller, adminKey, String(accepted["job_id"]));
   const lessonId = String((((job["traces"] as JsonObject[])[0] as JsonObject)["writes"] as JsonObject[])[0]?.["record_id"]);
+  const preview = await ok(caller, "engram.v2.MemoryService/Forget", { query: "deploy key", run_ids: ["d"] }, adminKey);
+  expect(Number(preview["matched"])).toBeGreaterThan(0);
   for (const [name, rpc, request] of [
+    ["forget (erasure)", "engram.v2.MemoryService/Forget", { query: "deploy key", run_ids: ["d"], dry_run: false, preview_token: preview["preview_token"] }],
     ["lessons/update", "engram.v2.LearningService/UpdateLesson", { lesson_id: lessonId, confidence: 0.5 }],
     ["lessons/delete", "engram.v2.LearningService/DeleteLesson", { lesson_id: lessonId }],
     // Last: it deletes what the writes above stored. (Deleting a run that holds nothing writes nothing, so there is

@@ -108,6 +108,32 @@ const CASES: WriteCase[] = [
     request: (ids) => ({ lesson_id: ids["lesson"] as string }),
   },
   {
+    name: "retention/set",
+    rpc: "engram.v2.RunsService/SetRetentionPolicy",
+    request: () => ({ run_id: "atom", policy: { rules: [{ entry_type: "trace", max_age_seconds: 2592000 }, { entry_type: "working_memory", max_age_seconds: 86400 }] } }),
+  },
+  {
+    name: "retention/clear",
+    rpc: "engram.v2.RunsService/ClearRetentionPolicy",
+    setup: async () => {
+      await ok(connect, "engram.v2.RunsService/SetRetentionPolicy", { run_id: "atom-kept", policy: { rules: [{ entry_type: "trace", max_age_seconds: 3600 }] } }, alice);
+      return {};
+    },
+    request: () => ({ run_id: "atom-kept" }),
+  },
+  {
+    name: "forget (erasure of a previewed subject)",
+    rpc: "engram.v2.MemoryService/Forget",
+    // A fresh run per attempt, and its preview taken after the earlier attempt failed: the same writes each time.
+    setup: async () => {
+      const run = `atom-forget-${++doomed}`;
+      await ingestAndWait(connect, alice, run, [{ text: "Quillfeather owns the billing cron." }, { text: "Quillfeather rotates the deploy keys." }]);
+      const preview = await ok(connect, "engram.v2.MemoryService/Forget", { query: "Quillfeather", run_ids: [run] }, alice);
+      return { run, token: String(preview["preview_token"]) };
+    },
+    request: (ids) => ({ query: "Quillfeather", run_ids: [ids["run"] as string], dry_run: false, preview_token: ids["token"] as string }),
+  },
+  {
     name: "delete_run",
     rpc: "engram.v2.RunsService/DeleteRun",
     // A fresh run per attempt: the same number of writes each time.
