@@ -15,113 +15,19 @@
 //
 // A query is kept only when its exact text occurs in at most MAX_HOLDERS messages (a piece that many messages hold
 // names none of them); a hit at k is any message holding it among the first k results.
-import fs from "node:fs";
 import path from "node:path";
-import zlib from "node:zlib";
 import { ingestAll, post, round, summarize } from "./lib/api.mjs";
+import { KINDS, MAX_HOLDERS, TOP_K, TUNING_REPOSITORIES, loadMessages, pickQueries, score } from "./lib/agent-traces.mjs";
 import { Bm25, plainTerms } from "./lib/bm25.mjs";
-import { rng } from "./lib/corpus.mjs";
 import { machine, writeResults } from "./lib/machine.mjs";
 import { ROOT, mintAdminKey, removeDir, startServer, tempDir } from "./lib/server.mjs";
 
 const DATA = path.resolve(ROOT, process.env.BENCH_TRACES ?? "../shared/data/agent-traces/swe-traces-dev.jsonl.gz");
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 300);
 const RUN_ID = "agent-traces";
-const TOP_K = 10;
-const MAX_HOLDERS = 3;
-const TUNING_REPOSITORIES = new Set(["astropy", "matplotlib", "mwaskom", "pallets", "psf", "pylint-dev", "pytest-dev"]);
-const KINDS = ["six_words", "identifier", "error_line"];
-
-/** Distinct messages, in file order: { text, repository, fold }. */
-function loadMessages(file) {
-  const seen = new Set();
-  const messages = [];
-  for (const line of zlib.gunzipSync(fs.readFileSync(file)).toString("utf8").split("\n")) {
-    if (line.trim() === "") continue;
-    const { run, text } = JSON.parse(line);
-    if (typeof text !== "string" || text.trim() === "" || seen.has(text)) continue;
-    seen.add(text);
-    const repository = run.split("__")[0];
-    messages.push({ text, repository, fold: TUNING_REPOSITORIES.has(repository) ? "tuning" : "held_out" });
-  }
-  return messages;
-}
-
-/** A token a user would search for by itself: it holds an underscore, a dot, a slash, "::" or an inner capital. */
-const IDENTIFIER = /^[A-Za-z_][\w.:/-]*$/;
-const IDENTIFIER_MARK = /[_./]|::|[a-z][A-Z]/;
-const ERROR_LINE = /\b(?:\w*Error|\w*Exception|FAILED|Traceback|error:|AssertionError)\b/;
-
-/** Candidate query texts of one kind from one message (the picker chooses among them). */
-function candidates(kind, text) {
-  if (kind === "six_words") {
-    const tokens = text.split(/\s+/u).filter(Boolean);
-    if (tokens.length < 6) return [];
-    const out = [];
-    for (let i = 0; i + 6 <= tokens.length; i += 3) out.push(tokens.slice(i, i + 6).join(" "));
-    return out;
-  }
-  if (kind === "identifier") {
-    const out = new Set();
-    for (const raw of text.split(/[\s"'`()[\]{},;=<>]+/u)) {
-      const token = raw.replace(/[.:]+$/u, "");
-      if (token.length >= 6 && token.length <= 80 && IDENTIFIER.test(token) && IDENTIFIER_MARK.test(token) && !/^https?:/.test(token)) out.add(token);
-    }
-    return [...out];
-  }
-  return text
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line.length >= 12 && line.length <= 200 && ERROR_LINE.test(line));
-}
-
-/** Indices of the messages holding `piece` exactly, stopping past MAX_HOLDERS. */
-function holders(messages, piece) {
-  const out = [];
-  for (let i = 0; i < messages.length && out.length <= MAX_HOLDERS; i++) if (messages[i].text.includes(piece)) out.push(i);
-  return out;
-}
-
-/** Seeded queries: per fold and kind, up to QUERIES distinctive pieces of distinct messages. */
-function pickQueries(messages) {
-  const random = rng(28);
-  const queries = [];
-  for (const fold of ["tuning", "held_out"]) {
-    const pool = messages.map((m, i) => ({ m, i })).filter(({ m }) => m.fold === fold);
-    for (const kind of KINDS) {
-      const order = pool.map((p) => ({ p, r: random() })).sort((a, b) => a.r - b.r).map(({ p }) => p);
-      let picked = 0;
-      for (const { m, i } of order) {
-        if (picked >= QUERIES) break;
-        const options = candidates(kind, m.text);
-        if (options.length === 0) continue;
-        const text = options[Math.floor(random() * options.length)];
-        const holding = holders(messages, text);
-        if (!holding.includes(i) || holding.length > MAX_HOLDERS) continue;
-        queries.push({ fold, kind, text, relevant: new Set(holding) });
-        picked++;
-      }
-    }
-  }
-  return queries;
-}
-
-/** hit@1 and hit@10 per fold and kind, in percent. */
-function score(queries, rankedOf) {
-  const table = {};
-  for (const fold of ["tuning", "held_out"]) {
-    table[fold] = {};
-    for (const kind of [...KINDS, "all"]) {
-      const subset = queries.filter((q, n) => q.fold === fold && (kind === "all" || q.kind === kind) && rankedOf[n] !== undefined);
-      const hitAt = (k) => subset.filter((q) => rankedOf[queries.indexOf(q)].slice(0, k).some((i) => q.relevant.has(i))).length;
-      table[fold][kind] = { n: subset.length, top1: round((100 * hitAt(1)) / Math.max(1, subset.length), 1), top10: round((100 * hitAt(TOP_K)) / Math.max(1, subset.length), 1) };
-    }
-  }
-  return table;
-}
 
 const messages = loadMessages(DATA);
-const queries = pickQueries(messages);
+const queries = pickQueries(messages, QUERIES);
 console.error(`${messages.length} distinct messages, ${queries.length} queries`);
 
 const bm25Started = performance.now();

@@ -13,6 +13,7 @@ const { WordVectorEmbedder } = await dist("retrieval/embedders/word-vector-embed
 const { MemoryIndex } = await dist("memory/memory-index.js");
 const { SearchEngine, DEFAULT_TUNING } = await dist("retrieval/search-engine.js");
 const { createLogger } = await dist("platform/logger.js");
+const { newEntry } = await dist("storage/entry-record.js");
 
 const { conversations } = loadLocomo(path.resolve(ROOT, process.env.BENCH_LOCOMO ?? "../shared/data/locomo_dev.json"));
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-tune-"));
@@ -22,13 +23,7 @@ const embedder = await WordVectorEmbedder.load();
 const index = new MemoryIndex(storage, entries, embedder, createLogger("silent"));
 const diaOfSeq = new Map();
 for (const conv of conversations) {
-  const items = conv.entries.map((e) => ({
-    entry: {
-      owner: 1, runId: conv.id, agentId: "", userId: "", entryType: "fact", content: e.content, lessonScope: "", lessonType: "",
-      importance: "medium", metadataJson: "{}", lane: "", occurrenceTime: e.occurrenceTime, upsertKey: "", source: "agent",
-      contentType: "text/plain", envTags: [], derived: false, confidence: 1,
-    },
-  }));
+  const items = conv.entries.map((e) => ({ entry: newEntry({ owner: 1, runId: conv.id, entryType: "fact", content: e.content, occurrenceTime: e.occurrenceTime }) }));
   const prepared = await index.prepare(items);
   const written = await entries.append(prepared);
   index.indexWritten(written, prepared);

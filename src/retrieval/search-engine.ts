@@ -14,6 +14,7 @@ import { overlayKnowledge, placeReferences, referencedSeqs } from "./ranking/ove
 import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
 import { SituationVectors } from "./ranking/situation-match.js";
+import { rewardPhrases } from "./ranking/phrase-match.js";
 import type { LessonSituationIndex } from "./lesson-situation-index.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
@@ -122,6 +123,7 @@ export class SearchEngine {
     smoothNeighbours(scores, scopes.flatMap((scope) => scope.runs), accept, tuning.neighbourShare);
     const scopedRuns = new Set(req.scopes.map((scope) => scope.runId));
     penaliseAuditions(catalog, scores, scopedRuns, tuning.auditionPenalty);
+    rewardPhrases(scores, req.text, (seq) => this.#entries.get(seq)?.content, tuning.phrase);
     const questionParts = this.#situations.questionParts(req.text);
     admitCrossRunKnowledge({
       catalog,

@@ -4,6 +4,9 @@ import { stemmer } from "stemmer";
 import { fnv1a } from "./hash.js";
 
 const STOPWORDS = new Set(englishStopwords);
+
+/** Whether a lowercase word is an English stopword (not indexed). */
+export const isStopword = (word: string): boolean => STOPWORDS.has(word);
 const WORD = /[\p{L}\p{N}]+/gu;
 
 /** Lowercase words of a text, in order. */

@@ -1,4 +1,5 @@
 import type { CrossRunRules } from "./cross-run.js";
+import type { PhraseStage } from "./phrase-match.js";
 
 // The knobs of ranking, with the values measured best on LoCoMo (see BENCHMARKS.md); benches may vary them.
 
@@ -28,6 +29,8 @@ export interface SearchTuning {
   readonly auditionPenalty: number;
   /** Which lessons and rules of the owner's other runs may join an answer (see ranking/cross-run.ts). */
   readonly crossRun: CrossRunRules;
+  /** The bonus of candidates holding the query's words in its order (see ranking/phrase-match.ts). */
+  readonly phrase: PhraseStage;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -53,4 +56,5 @@ export const DEFAULT_TUNING: SearchTuning = {
     maximum: 3,
     minSituationFit: 0.8,
   },
+  phrase: { depth: 100, weight: 1, floor: 0.25 },
 };
