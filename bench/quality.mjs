@@ -37,11 +37,19 @@ function aggregate(rows) {
   };
   const byCategory = {};
   for (const c of Object.keys(CATEGORY_NAMES)) byCategory[c] = group(rows.filter((r) => String(r.category) === c));
-  return { overall: group(rows), by_category: byCategory };
+  // Two folds: a mechanism tuned on one conversation is judged on the other (issue 28).
+  const byConversation = {};
+  for (const conv of [...new Set(rows.map((r) => r.conversation))]) {
+    const subset = rows.filter((r) => r.conversation === conv);
+    const categories = {};
+    for (const c of Object.keys(CATEGORY_NAMES)) categories[c] = group(subset.filter((r) => String(r.category) === c));
+    byConversation[conv] = { overall: group(subset), by_category: categories };
+  }
+  return { overall: group(rows), by_category: byCategory, by_conversation: byConversation };
 }
 
-function scoreQuestion(ranked, q) {
-  const row = { category: q.category };
+function scoreQuestion(ranked, q, conversation) {
+  const row = { category: q.category, conversation };
   for (const k of KS) row[`r${k}`] = recallAt(ranked, q.evidence, k);
   return row;
 }
@@ -56,7 +64,7 @@ function bm25Baseline(conversations) {
       const t0 = performance.now();
       const ranked = index.search(q.text, LIMIT).map((i) => conv.entries[i].diaId);
       latencies.push(performance.now() - t0);
-      rows.push(scoreQuestion(ranked, q));
+      rows.push(scoreQuestion(ranked, q, conv.id));
     }
   }
   return { ...aggregate(rows), latency: summarize(latencies), total_ms: round(performance.now() - started) };
@@ -124,7 +132,7 @@ async function engineRun(server, conversations, loaded, budget) {
       if (evidence.length < LIMIT) counters.short_answers++;
       if (res.degraded) counters.degraded++;
       const ranked = evidence.map((e) => diaIdOf(e, maps, counters));
-      rows.push(scoreQuestion(ranked, q));
+      rows.push(scoreQuestion(ranked, q, conv.id));
     }
   }
   counters.mean_returned = round(counters.returned / Math.max(1, rows.length), 1);
@@ -157,6 +165,17 @@ function printTables(results) {
     const cells = Object.keys(CATEGORY_NAMES).map((c) => {
       const x = r.by_category[c];
       return `${fmt(x.r5)} / ${fmt(x.r10)} / ${fmt(x.r20)}`;
+    });
+    lines.push(`| ${name.replace(/ \(.*\)$/, "")} | ${cells.join(" | ")} |`);
+  }
+  lines.push("");
+  const convIds = Object.keys(results.bm25.by_conversation);
+  lines.push(`| configuration | ${convIds.map((id) => `${id} R@5/10/20 (multi-hop R@10)`).join(" | ")} |`);
+  lines.push(`|---|${convIds.map(() => "---").join("|")}|`);
+  for (const [name, r] of rows) {
+    const cells = convIds.map((id) => {
+      const x = r.by_conversation[id];
+      return `${fmt(x.overall.r5)} / ${fmt(x.overall.r10)} / ${fmt(x.overall.r20)} (${fmt(x.by_category[1]?.r10)})`;
     });
     lines.push(`| ${name.replace(/ \(.*\)$/, "")} | ${cells.join(" | ")} |`);
   }

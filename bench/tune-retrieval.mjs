@@ -33,6 +33,7 @@ for (const conv of conversations) {
 async function evaluate(tuning, budget = "mid") {
   const engine = new SearchEngine(entries, index.catalog, index.sparse, index.dense, index.situations, index.lessonSituations, tuning);
   const sums = { r5: 0, r10: 0, r20: 0 };
+  const byConversation = {};
   let n = 0;
   for (const conv of conversations) {
     for (const q of conv.questions) {
@@ -46,16 +47,20 @@ async function evaluate(tuning, budget = "mid") {
       sums.r5 += recallAt(ranked, q.evidence, 5);
       sums.r10 += recallAt(ranked, q.evidence, 10);
       sums.r20 += recallAt(ranked, q.evidence, 20);
+      const fold = (byConversation[conv.id] ??= { r10: 0, n: 0 });
+      fold.r10 += recallAt(ranked, q.evidence, 10);
+      fold.n++;
       n++;
     }
   }
-  return { r5: (100 * sums.r5) / n, r10: (100 * sums.r10) / n, r20: (100 * sums.r20) / n };
+  const folds = Object.entries(byConversation).map(([id, f]) => `${id} R@10 ${((100 * f.r10) / f.n).toFixed(1)}`);
+  return { r5: (100 * sums.r5) / n, r10: (100 * sums.r10) / n, r20: (100 * sums.r20) / n, folds };
 }
 
 const variants = JSON.parse(process.env.TUNE_VARIANTS ?? "[{}]");
 for (const variant of variants) {
   const result = await evaluate({ ...DEFAULT_TUNING, ...variant }, variant.budget ?? "mid");
-  console.log(JSON.stringify(variant), `R@5 ${result.r5.toFixed(1)}  R@10 ${result.r10.toFixed(1)}  R@20 ${result.r20.toFixed(1)}`);
+  console.log(JSON.stringify(variant), `R@5 ${result.r5.toFixed(1)}  R@10 ${result.r10.toFixed(1)}  R@20 ${result.r20.toFixed(1)}  (${result.folds.join(", ")})`);
 }
 index.close();
 await storage.close();
