@@ -15,6 +15,7 @@ import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
 import { SituationVectors } from "./ranking/situation-match.js";
 import { rewardPhrases } from "./ranking/phrase-match.js";
+import { rewardTimes } from "./ranking/time-match.js";
 import type { LessonSituationIndex } from "./lesson-situation-index.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
@@ -124,6 +125,7 @@ export class SearchEngine {
     const scopedRuns = new Set(req.scopes.map((scope) => scope.runId));
     penaliseAuditions(catalog, scores, scopedRuns, tuning.auditionPenalty);
     rewardPhrases(scores, req.text, (seq) => this.#entries.get(seq)?.content, tuning.phrase);
+    rewardTimes(scores, req.text, (seq) => catalog.occurrence(seq), tuning.time);
     const questionParts = this.#situations.questionParts(req.text);
     admitCrossRunKnowledge({
       catalog,

@@ -1,5 +1,6 @@
 import type { CrossRunRules } from "./cross-run.js";
 import type { PhraseStage } from "./phrase-match.js";
+import type { TimeStage } from "./time-match.js";
 
 // The knobs of ranking, with the values measured best on LoCoMo (see BENCHMARKS.md); benches may vary them.
 
@@ -31,6 +32,8 @@ export interface SearchTuning {
   readonly crossRun: CrossRunRules;
   /** The bonus of candidates holding the query's words in its order (see ranking/phrase-match.ts). */
   readonly phrase: PhraseStage;
+  /** The bonus of candidates that occurred in a period the query names (see ranking/time-match.ts). */
+  readonly time: TimeStage;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -57,4 +60,5 @@ export const DEFAULT_TUNING: SearchTuning = {
     minSituationFit: 0.8,
   },
   phrase: { depth: 100, weight: 1, floor: 0.25 },
+  time: { weight: 0.2, lagDays: 14 },
 };
