@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NPM_FLAGS := --no-audit --no-fund
 
-.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-learning bench-poisoning bench-load bench-limits bench-retention bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
+.PHONY: install generate check-generated build run lint typecheck test test-cluster bench bench-quality bench-known-item bench-learning bench-poisoning bench-load bench-limits bench-retention bench-peers bench-cluster soak torture clean c-compiler chromium nats-server
 
 node_modules/.installed: package.json package-lock.json
 	# `npm ci` refuses the lock file here: the registry lacks some other-platform optional packages
@@ -62,6 +62,11 @@ bench: build
 
 bench-quality: build
 	node bench/quality.mjs
+
+# Known-item retrieval on real coding-agent messages, tuning and held-out repositories, beside BM25 (about 4 min;
+# see BENCHMARKS.md, "Retrieval stages").
+bench-known-item: build
+	node bench/known-item.mjs
 
 bench-learning: build
 	node bench/learning.mjs
