@@ -93,12 +93,34 @@ export class Consolidator {
   }
 
   /**
-   * Merges each written fact (where `wanted[i]` is not false) with a near-duplicate of its scope, if it has one, all
-   * in one transaction. Call once the entries are committed and indexed. Never throws: a merge that fails is logged
-   * and both entries stay.
+   * Starts the near-duplicate check of a write: the indexing of its entries calls `indexed(i)` as each one is indexed
+   * (MemoryIndex.indexWritten), which finds a written fact's candidates among the entries indexed before it while its
+   * posting lists are at hand, so that a fact is checked against what was stored before it however the writes were
+   * batched. `afterWrite` merges what it found. Undefined when consolidation is off.
    */
-  async afterWrite(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): Promise<void> {
-    if (!this.enabled) return;
+  check(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): WriteCheck | undefined {
+    if (!this.enabled) return undefined;
+    const candidates: (readonly number[] | undefined)[] = [];
+    return {
+      written,
+      prepared,
+      candidates,
+      indexed: (i) => {
+        const record = written[i]?.record;
+        const entry = prepared[i];
+        if (wanted?.[i] === false || record === undefined || entry === undefined || !mergeable(record)) return;
+        const found = this.#candidates.of(record, entry.termFreqs);
+        if (found.length > 0) candidates[i] = found;
+      },
+    };
+  }
+
+  /**
+   * Merges each fact of a checked write that has a near-duplicate of its scope with it, all in one transaction. Call
+   * once the entries are committed and indexed. Never throws: a merge that fails is logged and both entries stay.
+   */
+  async afterWrite({ written, prepared, candidates }: WriteCheck): Promise<void> {
+    if (candidates.length === 0) return;
     const pairs: MergePair[] = [];
     // Entries an earlier pair of the batch absorbs: not candidates for the later ones.
     const absorbed = new Set<number>();
@@ -106,11 +128,11 @@ export class Consolidator {
     // The check's pauses serve requests; the graph catches up once it is done (see VectorIndex.holdIndexing).
     const release = this.#index.dense.holdIndexing();
     try {
-      for (let i = 0; i < written.length; i++) {
-        const { record } = written[i] as WrittenEntry;
+      for (let i = 0; i < candidates.length; i++) {
+        const found = candidates[i];
         const entry = prepared[i];
-        if (wanted?.[i] === false || entry === undefined || !mergeable(record)) continue;
-        const pair = this.#pairOf(record, entry.termFreqs, entry.vector, absorbed);
+        if (found === undefined || entry === undefined) continue;
+        const pair = this.#pairOf((written[i] as WrittenEntry).record, found, entry.vector, absorbed);
         if (pair !== undefined) {
           pairs.push(pair);
           absorbed.add(pair.absorbed);
@@ -130,13 +152,13 @@ export class Consolidator {
 
   /** Merges `record` with a near-duplicate of its scope; whether it did. */
   async #consolidate(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array): Promise<boolean> {
-    const pair = this.#pairOf(record, termFreqs, vector, new Set());
+    const pair = this.#pairOf(record, this.#candidates.of(record, termFreqs), vector, new Set());
     return pair !== undefined && (await this.#merge([pair], "")) > 0;
   }
 
-  /** The near-duplicate `record` merges with, and which of the two is kept; undefined when it has none. */
-  #pairOf(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array, absorbed: ReadonlySet<number>): MergePair | undefined {
-    for (const seq of this.#candidates.of(record, termFreqs)) {
+  /** Of `candidates`, the near-duplicate `record` merges with, and which of the two is kept; undefined when none is. */
+  #pairOf(record: EntryRecord, candidates: readonly number[], vector: Float32Array, absorbed: ReadonlySet<number>): MergePair | undefined {
+    for (const seq of candidates) {
       if (absorbed.has(seq)) continue;
       // The vectors first, without reading the record: equal words make equal vectors, so a text equal once
       // normalised passes too.
@@ -175,6 +197,16 @@ export class Consolidator {
     }
     return merges.length;
   }
+}
+
+/** The near-duplicate check of one write (Consolidator.check). */
+export interface WriteCheck {
+  readonly written: readonly WrittenEntry[];
+  readonly prepared: readonly PreparedEntry[];
+  /** Candidates of each written fact that has any, by its index in the write. */
+  readonly candidates: (readonly number[] | undefined)[];
+  /** Call once the write's entry `i` is indexed, before the next one is. */
+  readonly indexed: (i: number) => void;
 }
 
 /** A near-duplicate and the entry it is merged into, by seq. */
