@@ -6,7 +6,7 @@ import { lastSequence, perShardKey, reserveSequences, summedOverShards } from ".
 import type { Key } from "lmdb";
 import { RecordDecodeError, decodeOptional, openFields } from "./record-codec.js";
 import { VectorSpaceStore, type SpaceVector } from "./vector-space-store.js";
-import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
+import { ENTRY_RECORD_VERSION, MAX_AUDIT_EVENTS, decodeEntry, encodeEntry, initialLearning, type EntryAuditEvent, type LearningState, type EntryRecord, type EntryType, type Importance, type NewEntry } from "./entry-record.js";
 
 import { vectorBytes, vectorFromBytes } from "./vector-bytes.js";
 import { DEFAULT_TRUST_POLICY, type Provenance, type TrustPolicy } from "./provenance.js";
@@ -175,12 +175,12 @@ export class EntryStore {
         const previous = previousSeq === undefined ? undefined : this.get(previousSeq);
         if (previous !== undefined && previous.supersededBy === "") {
           superseded = { ...previous, supersededBy: record.id };
-          dbs.entries.put(previous.seq, superseded);
+          dbs.entries.put(previous.seq, encodeEntry(superseded));
           dbs.supersedes.put(seq, previous.seq);
         }
         dbs.upserts.put(key, seq);
       }
-      dbs.entries.put(seq, record);
+      dbs.entries.put(seq, encodeEntry(record));
       dbs.vectors.put(seq, vectorBytes(vector));
       for (const spaceVector of spaceVectors ?? []) this.spaces.putInTransaction(record.owner, seq, spaceVector, now);
       dbs.entriesByOwnerRun.put([record.owner, record.runId, seq], null);
@@ -258,7 +258,7 @@ export class EntryStore {
     }
     const audit = [...before.audit, ...changes, ...extraAudit].slice(-MAX_AUDIT_EVENTS);
     const after = { ...(next as unknown as EntryRecord), termCount, updatedAt: now, audit };
-    dbs.entries.put(seq, after);
+    dbs.entries.put(seq, encodeEntry(after));
     return { before, after, changed, previousTermFreqs };
   }
 
@@ -310,7 +310,7 @@ export class EntryStore {
       if (derived === undefined || derived.lineageReview !== "") continue;
       const event: EntryAuditEvent = { at: now, field: "lineage_review", from: "", to: "source_deleted", reason: `source ${record.id} deleted`, agentId: "" };
       const marked: EntryRecord = { ...derived, lineageReview: "source_deleted", updatedAt: now, audit: [...derived.audit, event] };
-      dbs.entries.put(derivedSeq, marked);
+      dbs.entries.put(derivedSeq, encodeEntry(marked));
       flagged.push(marked);
     }
     return { record, termFreqs, flagged };
@@ -342,7 +342,7 @@ export class EntryStore {
       const key = [before.owner, before.runId, before.userId, before.upsertKey];
       if (dbs.upserts.get(key) === seq) dbs.upserts.remove(key);
     }
-    dbs.entries.put(seq, after);
+    dbs.entries.put(seq, encodeEntry(after));
     return after;
   }
 
@@ -471,7 +471,7 @@ export class EntryStore {
     this.#storage.dbs.absorbedInto.put(absorbedSeq, keptSeq);
     const event: EntryAuditEvent = { at: now, field: "absorbed_ids", from: "", to: absorbed.id, reason, agentId: "" };
     const after: EntryRecord = { ...kept, absorbedIds, updatedAt: now, audit: [...kept.audit, event].slice(-MAX_AUDIT_EVENTS) };
-    this.#storage.dbs.entries.put(keptSeq, after);
+    this.#storage.dbs.entries.put(keptSeq, encodeEntry(after));
     return { kept: after, absorbed: deleted };
   }
 
