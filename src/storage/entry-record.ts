@@ -253,21 +253,14 @@ export function encodeEntry(record: EntryRecord): Record<string, unknown> {
   return stored;
 }
 
+/** Whether two learning states are equal, field by field: every field, so that a field added later is compared too. */
 function sameLearning(a: LearningState, b: LearningState): boolean {
-  return (
-    a.evidenceFor === b.evidenceFor &&
-    a.evidenceAgainst === b.evidenceAgainst &&
-    a.reinforcementCount === b.reinforcementCount &&
-    a.verifiedInProduction === b.verifiedInProduction &&
-    a.promotionState === b.promotionState &&
-    a.promotionTargetScope === b.promotionTargetScope &&
-    a.promotionRefused === b.promotionRefused &&
-    a.auditionWins === b.auditionWins &&
-    a.auditionLosses === b.auditionLosses &&
-    a.negativeStreak === b.negativeStreak &&
-    a.confirmedRuns.length === b.confirmedRuns.length &&
-    a.confirmedRuns.every((run, i) => run === b.confirmedRuns[i])
-  );
+  for (const field of Object.keys(b) as (keyof LearningState)[]) {
+    const x = a[field];
+    const y = b[field];
+    if (Array.isArray(x) && Array.isArray(y) ? x.length !== y.length || x.some((item, i) => item !== y[i]) : x !== y) return false;
+  }
+  return true;
 }
 
 /**

@@ -39,6 +39,16 @@ describe("entry record encoding", () => {
     expect(roundTrip(record)).toEqual(record);
   });
 
+  it("keeps a learning state that differs from the initial one in any single field", () => {
+    const initial = initialLearning(1, "run-1");
+    const changed: Record<string, unknown> = { evidenceFor: 5, evidenceAgainst: 1, reinforcementCount: 1, verifiedInProduction: true, promotionState: "proposed", promotionTargetScope: "global", promotionRefused: true, confirmedRuns: ["run-2"], auditionWins: 1, auditionLosses: 1, negativeStreak: 2 };
+    expect(Object.keys(changed).sort()).toEqual(Object.keys(initial).sort());
+    for (const [field, value] of Object.entries(changed)) {
+      const record: EntryRecord = { ...plain, learning: { ...initial, [field]: value } };
+      expect(roundTrip(record)).toEqual(record);
+    }
+  });
+
   it("stores a third of what version 4 did for a plain fact", () => {
     const v4 = { ...plain, v: 4 };
     const size = packr.pack(encodeEntry(plain)).length;
