@@ -253,9 +253,11 @@ export function encodeEntry(record: EntryRecord): Record<string, unknown> {
   return stored;
 }
 
-/** Whether two learning states are equal, field by field: every field, so that a field added later is compared too. */
+/** Every field of a learning state, so that one added later is compared too. */
+const LEARNING_FIELDS = Object.keys(initialLearning(1, "")) as readonly (keyof LearningState)[];
+
 function sameLearning(a: LearningState, b: LearningState): boolean {
-  for (const field of Object.keys(b) as (keyof LearningState)[]) {
+  for (const field of LEARNING_FIELDS) {
     const x = a[field];
     const y = b[field];
     if (Array.isArray(x) && Array.isArray(y) ? x.length !== y.length || x.some((item, i) => item !== y[i]) : x !== y) return false;
