@@ -4,11 +4,12 @@
 // vocabulary, so that lists overlap a lot, over several owners and runs, with stale entries, other entry types and
 // texts long enough to lack more than one rare term.
 import { describe, expect, it } from "vitest";
-import { Catalog } from "../src/retrieval/catalog.js";
-import { SparseIndex, postingListHolds, postingListLength, postingSeqAt } from "../src/retrieval/sparse-index.js";
-import { termFrequencies } from "../src/retrieval/text.js";
-import { ENTRY_RECORD_VERSION, initialLearning, newEntry, type EntryRecord, type EntryType } from "../src/storage/entry-record.js";
-import { CANDIDATE_WINDOW, NearDuplicateCandidates, RARE_TERMS } from "../src/memory/near-duplicate-candidates.js";
+import { Catalog } from "../../src/retrieval/catalog.js";
+import { SparseIndex, postingListHolds, postingListLength, postingSeqAt } from "../../src/retrieval/sparse-index.js";
+import { termFrequencies } from "../../src/retrieval/text.js";
+import type { EntryRecord, EntryType } from "../../src/storage/entry-record.js";
+import { CANDIDATE_WINDOW, NearDuplicateCandidates, RARE_TERMS } from "../../src/memory/near-duplicate-candidates.js";
+import { entryRecord } from "./entry-records.js";
 
 /** The definition the module implements, written the plain way. */
 function reference(catalog: Catalog, sparse: SparseIndex, fact: EntryRecord, termFreqs: ReadonlyMap<string, number>): number[] {
@@ -45,25 +46,6 @@ function random(seed: number): () => number {
   };
 }
 
-function record(seq: number, owner: number, runId: string, entryType: EntryType, content: string, termCount: number): EntryRecord {
-  return {
-    ...newEntry({ owner, runId, entryType, content, occurrenceTime: 0 }),
-    v: ENTRY_RECORD_VERSION,
-    seq,
-    id: `ent_${seq.toString(36)}`,
-    createdAt: 1,
-    updatedAt: 1,
-    supersededBy: "",
-    stale: false,
-    referenceId: "",
-    validationStatus: "",
-    lineageReview: "",
-    audit: [],
-    learning: initialLearning(1, runId),
-    termCount,
-  };
-}
-
 describe("near-duplicate candidates", () => {
   for (const seed of [1, 2, 3]) {
     it(`match the plain definition on every write of a seeded corpus (seed ${seed})`, () => {
@@ -91,7 +73,7 @@ describe("near-duplicate candidates", () => {
         const entryType: EntryType = next() < 0.9 ? "fact" : "trace";
         const termFreqs = termFrequencies(words.join(" "));
         const termCount = [...termFreqs.values()].reduce((a, b) => a + b, 0);
-        const fact = record(seq, owner, runId, entryType, words.join(" "), termCount);
+        const fact = entryRecord(seq, { owner, runId, entryType, content: words.join(" "), termCount });
         catalog.add(fact);
         sparse.add(seq, termFreqs);
         written.push(fact);
