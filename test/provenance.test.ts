@@ -7,6 +7,7 @@ import path from "node:path";
 import { open } from "lmdb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATABASE_NAMES } from "../src/storage/database.js";
+import { decodeEntry } from "../src/storage/entry-record.js";
 import { TRANSPORTS, callerFor, restCaller, type Caller, type Json, type JsonObject } from "./harness/callers.js";
 import { RPC, evidenceOf, expectInvalid, idsOf, exportTenantLines, ingestAndWait, ok } from "./harness/memory.js";
 import { clusteredRun, startTestServer, tempDataDir, type TestServer } from "./harness/server.js";
@@ -316,12 +317,12 @@ describe("entries written before provenance existed", () => {
     let rest = restCaller(server.baseUrl);
     const id = String((await ok(rest, R.remember, { session_id: RUN, content: "written by an older build" }, key))["entry_id"]);
     await server.close();
-    // Rewrite the stored record as a version-3 build wrote it: no provenance, flags, expiry or absorbed ids.
+    // Rewrite the stored record as a version-3 build wrote it: every field but provenance, flags, expiry and absorbed ids.
     const root = open({ path: path.join(dataDir, "lmdb"), noSubdir: false, maxDbs: 64, compression: false });
     const entries = root.openDB<Record<string, unknown>, number>({ name: DATABASE_NAMES.entries });
     await root.transaction(() => {
       for (const { key: seq, value } of entries.getRange()) {
-        const { provenance: _p, flags: _f, expiresAt: _e, absorbedIds: _a, ...old } = value;
+        const { provenance: _p, flags: _f, expiresAt: _e, absorbedIds: _a, ...old } = decodeEntry(value, seq);
         void entries.put(seq, { ...old, v: 3 });
       }
     });

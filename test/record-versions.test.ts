@@ -49,7 +49,7 @@ describe("records of another schema version", () => {
     };
     const future = tempDataDir();
     await writeRecord(future, DATABASE_NAMES.entries, 1, { ...entry, v: 9 });
-    await expect(startTestServer({}, future)).rejects.toThrow("entries record 1 has schema version 9; this build reads 1, 2, 3 and 4 — upgrade Engram");
+    await expect(startTestServer({}, future)).rejects.toThrow("entries record 1 has schema version 9; this build reads 1, 2, 3, 4 and 5 — upgrade Engram");
 
     const previous = tempDataDir();
     // An admin's entry (the admin is user 1) with the run indexes an earlier build wrote beside it.

@@ -1,7 +1,7 @@
 // Consolidation: a fact written that says what a fact of the same scope (owner, run, user id, lane) already says is
 // merged with it right after its commit. A near-duplicate shares nearly all its words, so it holds nearly all of the
-// text's rarest index terms: the candidates are the most recent entries (at most CANDIDATE_WINDOW a list) of the
-// owner's posting lists of those terms, narrowed in memory (same run, a current fact, a similar length, the rare terms
+// text's rarest index terms: the candidates are the most recent entries of the owner's posting lists of those terms
+// (near-duplicate-candidates.ts), narrowed in memory (same run, a current fact, a similar length, the rare terms
 // shared, vector cosine) before any record is read. The check so costs a bounded amount per fact, whatever the size of
 // the run; the test itself is near-duplicate.ts. A batch's merges are one transaction (entry-store.ts
 // absorbInTransaction): the kept entry lists the absorbed id, and every lookup by that id resolves to it. A failed
@@ -15,19 +15,10 @@ import type { Logger } from "../platform/logger.js";
 import type { Storage } from "../storage/database.js";
 import { isStaleRecord, type EntryRecord, type EntryStore, type PreparedEntry, type WrittenEntry } from "../storage/entry-store.js";
 import type { MemoryIndex } from "./memory-index.js";
-import { postingListHolds, postingListLength, postingSeqAt } from "../retrieval/sparse-index.js";
+import { NearDuplicateCandidates } from "./near-duplicate-candidates.js";
 import { NEAR_DUPLICATE_COSINE, isNearDuplicate, keepsFirst } from "./near-duplicate.js";
 import { SLICE_MS, TimeSlicer } from "./scan.js";
 
-/** Most recent entries checked in each posting list that gives candidates. */
-const CANDIDATE_WINDOW = 32;
-/** Rarest terms a candidate is checked against, by binary search in their posting lists, before its record is read. */
-const RARE_TERMS = 4;
-/**
- * Share of a text's distinct terms a near-duplicate may lack: word overlap (Jaccard) ≥ 0.85 between texts of n words
- * leaves at most ~8 % of either's words unshared.
- */
-const MAY_LACK = 0.081;
 const MERGE_REASON = "near-duplicate merged";
 /** Stored entries the background pass reads per slice; it yields to requests between slices. */
 const SWEEP_SLICE = 64;
@@ -38,6 +29,7 @@ export class Consolidator {
   readonly #index: MemoryIndex;
   readonly #events: EventBus;
   readonly #logger: Logger;
+  readonly #candidates: NearDuplicateCandidates;
   readonly enabled: boolean;
   #sweeping: Promise<void> | undefined;
   #stopped = false;
@@ -46,6 +38,7 @@ export class Consolidator {
     this.#storage = storage;
     this.#entries = entries;
     this.#index = index;
+    this.#candidates = new NearDuplicateCandidates(index.catalog, index.sparse);
     this.#events = events;
     this.#logger = logger;
     this.enabled = enabled;
@@ -100,12 +93,34 @@ export class Consolidator {
   }
 
   /**
-   * Merges each written fact (where `wanted[i]` is not false) with a near-duplicate of its scope, if it has one, all
-   * in one transaction. Call once the entries are committed and indexed. Never throws: a merge that fails is logged
-   * and both entries stay.
+   * Starts the near-duplicate check of a write: the indexing of its entries calls `indexed(i)` as each one is indexed
+   * (MemoryIndex.indexWritten), which finds a written fact's candidates among the entries indexed before it while its
+   * posting lists are at hand, so that a fact is checked against what was stored before it however the writes were
+   * batched. `afterWrite` merges what it found. Undefined when consolidation is off.
    */
-  async afterWrite(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): Promise<void> {
-    if (!this.enabled) return;
+  check(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): WriteCheck | undefined {
+    if (!this.enabled) return undefined;
+    const candidates: (readonly number[] | undefined)[] = [];
+    return {
+      written,
+      prepared,
+      candidates,
+      indexed: (i) => {
+        const record = written[i]?.record;
+        const entry = prepared[i];
+        if (wanted?.[i] === false || record === undefined || entry === undefined || !mergeable(record)) return;
+        const found = this.#candidates.of(record, entry.termFreqs);
+        if (found.length > 0) candidates[i] = found;
+      },
+    };
+  }
+
+  /**
+   * Merges each fact of a checked write that has a near-duplicate of its scope with it, all in one transaction. Call
+   * once the entries are committed and indexed. Never throws: a merge that fails is logged and both entries stay.
+   */
+  async afterWrite({ written, prepared, candidates }: WriteCheck): Promise<void> {
+    if (candidates.length === 0) return;
     const pairs: MergePair[] = [];
     // Entries an earlier pair of the batch absorbs: not candidates for the later ones.
     const absorbed = new Set<number>();
@@ -113,11 +128,11 @@ export class Consolidator {
     // The check's pauses serve requests; the graph catches up once it is done (see VectorIndex.holdIndexing).
     const release = this.#index.dense.holdIndexing();
     try {
-      for (let i = 0; i < written.length; i++) {
-        const { record } = written[i] as WrittenEntry;
+      for (let i = 0; i < candidates.length; i++) {
+        const found = candidates[i];
         const entry = prepared[i];
-        if (wanted?.[i] === false || entry === undefined || !mergeable(record)) continue;
-        const pair = this.#pairOf(record, entry.termFreqs, entry.vector, absorbed);
+        if (found === undefined || entry === undefined) continue;
+        const pair = this.#pairOf((written[i] as WrittenEntry).record, found, entry.vector, absorbed);
         if (pair !== undefined) {
           pairs.push(pair);
           absorbed.add(pair.absorbed);
@@ -137,13 +152,13 @@ export class Consolidator {
 
   /** Merges `record` with a near-duplicate of its scope; whether it did. */
   async #consolidate(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array): Promise<boolean> {
-    const pair = this.#pairOf(record, termFreqs, vector, new Set());
+    const pair = this.#pairOf(record, this.#candidates.of(record, termFreqs), vector, new Set());
     return pair !== undefined && (await this.#merge([pair], "")) > 0;
   }
 
-  /** The near-duplicate `record` merges with, and which of the two is kept; undefined when it has none. */
-  #pairOf(record: EntryRecord, termFreqs: ReadonlyMap<string, number>, vector: Float32Array, absorbed: ReadonlySet<number>): MergePair | undefined {
-    for (const seq of this.#candidates(record, termFreqs)) {
+  /** Of `candidates`, the near-duplicate `record` merges with, and which of the two is kept; undefined when none is. */
+  #pairOf(record: EntryRecord, candidates: readonly number[], vector: Float32Array, absorbed: ReadonlySet<number>): MergePair | undefined {
+    for (const seq of candidates) {
       if (absorbed.has(seq)) continue;
       // The vectors first, without reading the record: equal words make equal vectors, so a text equal once
       // normalised passes too.
@@ -182,48 +197,16 @@ export class Consolidator {
     }
     return merges.length;
   }
-
-  /**
-   * Entries that may repeat `record`, bounded whatever the run's size: the most recent of the owner's entries in the
-   * posting lists of its rarest terms (one more list than the terms a near-duplicate may lack, so that it is in one of
-   * them), other than itself, in its run, current facts, of a similar length, and holding all but what a near-duplicate
-   * may lack of its RARE_TERMS rarest terms.
-   */
-  #candidates(record: EntryRecord, termFreqs: ReadonlyMap<string, number>): Set<number> {
-    const { catalog, sparse } = this.#index;
-    const lists: Int32Array[] = [];
-    for (const term of termFreqs.keys()) {
-      const list = sparse.list(record.owner, term);
-      if (list !== undefined) lists.push(list);
-    }
-    lists.sort((a, b) => postingListLength(a) - postingListLength(b));
-    const rare = lists.slice(0, RARE_TERMS);
-    const mayLack = Math.min(rare.length - 1, Math.max(1, Math.floor(MAY_LACK * termFreqs.size)));
-    const found = new Set<number>();
-    const low = record.termCount * 0.6;
-    const high = record.termCount / 0.6;
-    for (const list of rare.slice(0, mayLack + 1)) {
-      const length = postingListLength(list);
-      for (let i = length - 1, seen = 0; i >= 0 && seen < CANDIDATE_WINDOW; i--, seen++) {
-        const seq = postingSeqAt(list, i);
-        if (seq === record.seq || found.has(seq) || !catalog.has(seq) || catalog.entryType(seq) !== "fact" || catalog.isStale(seq)) continue;
-        const terms = catalog.termCount(seq);
-        if (terms < low || terms > high || catalog.runOf(seq) !== record.runId) continue;
-        if (!holdsEnough(rare, seq, mayLack)) continue;
-        found.add(seq);
-      }
-    }
-    return found;
-  }
 }
 
-/** Whether `seq` is in all but at most `mayLack` of the posting lists (stops at the first list too many it lacks). */
-function holdsEnough(lists: readonly Int32Array[], seq: number, mayLack: number): boolean {
-  let lacking = 0;
-  for (const list of lists) {
-    if (!postingListHolds(list, seq) && ++lacking > mayLack) return false;
-  }
-  return true;
+/** The near-duplicate check of one write (Consolidator.check). */
+export interface WriteCheck {
+  readonly written: readonly WrittenEntry[];
+  readonly prepared: readonly PreparedEntry[];
+  /** Candidates of each written fact that has any, by its index in the write. */
+  readonly candidates: (readonly number[] | undefined)[];
+  /** Call once the write's entry `i` is indexed, before the next one is. */
+  readonly indexed: (i: number) => void;
 }
 
 /** A near-duplicate and the entry it is merged into, by seq. */

@@ -35,9 +35,14 @@ export class EntryWriter {
     this.#consolidator = consolidator;
   }
 
-  /** After `committed`: merges written facts with near-duplicates of their scope (never throws). */
-  async consolidate(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], wanted?: readonly boolean[]): Promise<void> {
-    await this.#consolidator?.afterWrite(written, prepared, wanted);
+  /**
+   * After a commit made elsewhere (an ingest job's transaction): `committed`, then written facts (where `wanted[i]` is
+   * not false) merged with near-duplicates of their scope, each checked as it is indexed (never throws for a merge).
+   */
+  async indexAndMerge(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], source: string, wanted?: readonly boolean[]): Promise<void> {
+    const check = this.#consolidator?.check(written, prepared, wanted);
+    this.committed(written, prepared, source, check?.indexed);
+    if (check !== undefined) await this.#consolidator?.afterWrite(check);
   }
 
   prepare(items: readonly EntryToWrite[]): Promise<PreparedEntry[]> {
@@ -49,8 +54,7 @@ export class EntryWriter {
     if (items.length === 0) return [];
     const prepared = await this.prepare(items);
     const written = await this.#entries.append(prepared);
-    this.committed(written, prepared, source);
-    await this.consolidate(written, prepared, items.map((item) => item.consolidate !== false));
+    await this.indexAndMerge(written, prepared, source, items.map((item) => item.consolidate !== false));
     return written;
   }
 
@@ -66,9 +70,12 @@ export class EntryWriter {
     });
   }
 
-  /** After a commit made elsewhere (an ingest job's transaction): index, count and announce the entries. */
-  committed(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], source: string): void {
-    this.#index.indexWritten(written, prepared);
+  /**
+   * After a commit made elsewhere: index, count and announce the entries; `indexed(i)` is called as the `i`-th is
+   * indexed (see MemoryIndex.indexWritten).
+   */
+  committed(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], source: string, indexed?: (i: number) => void): void {
+    this.#index.indexWritten(written, prepared, indexed);
     this.#metrics.storageWrites.inc({ kind: "entry" }, written.length);
     // Counted per entry type in one call each, and events built only when someone subscribes: a bulk ingest
     // otherwise spent more on these than on its LMDB writes' bookkeeping.

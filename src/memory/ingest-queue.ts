@@ -498,9 +498,8 @@ export class IngestQueue {
         this.#logger.error({ err: e, job_id: jobId }, "storing an ingest job's entries failed");
         throw new Error("storing the job's entries failed; none of them was stored");
       });
-      this.#writer.committed(written, prepared, "ingest");
       // Still "indexing" while near-duplicates merge: the job reads as done once its entries are as they stay.
-      await this.#writer.consolidate(written, prepared);
+      await this.#writer.indexAndMerge(written, prepared, "ingest");
       this.#indexing = undefined;
       this.#metrics.ingestJobs.inc({ status: "completed" });
       this.#publish(finished!, "ingest.job.completed", {});

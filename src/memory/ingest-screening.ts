@@ -8,8 +8,10 @@ import { SLICE_MS, TimeSlicer } from "./scan.js";
 
 /** An entry as it is stored: its ingest flags set, and, when untrusted knowledge, guarded. */
 export function screenedEntry(entry: NewEntry): NewEntry {
-  const flags = [...new Set([...entry.flags, ...ingestFlags(entry.content, entry.provenance.trust)])];
-  return guardedKnowledge({ ...entry, flags });
+  const found = ingestFlags(entry.content, entry.provenance.trust);
+  // Nearly every entry: no flag found and none to merge, so nothing to copy.
+  if (found.length === 0 && entry.flags.length === 0) return guardedKnowledge(entry);
+  return guardedKnowledge({ ...entry, flags: [...new Set([...entry.flags, ...found])] });
 }
 
 /** `screenedEntry` of each item's entry, in order, yielding to the event loop every SLICE_MS. */
@@ -18,7 +20,8 @@ export async function screenEntries<T extends { readonly entry: NewEntry }>(item
   const slicer = new TimeSlicer(SLICE_MS, 1);
   const out: T[] = [];
   for (const item of items) {
-    out.push({ ...item, entry: screenedEntry(item.entry) });
+    const entry = screenedEntry(item.entry);
+    out.push(entry === item.entry ? item : { ...item, entry });
     const pause = slicer.tick();
     if (pause) await pause;
   }

@@ -40,6 +40,12 @@ interface Pattern {
   readonly kind: InstructionKind;
   readonly addressed: boolean;
   readonly pattern: RegExp;
+  /**
+   * What every match of `pattern` holds, starting at a word boundary, read case-insensitively like it: words no match
+   * can do without. Nearly all text holds none of any pattern's, and one search for them all (ANY_NEEDED, which
+   * looks only at word starts) then rules every pattern out at once.
+   */
+  readonly needs: RegExp;
 }
 
 const AI_READER = String.raw`(?:ai|a\.i\.|llm|llms|gpt|chatgpt|claude|copilot|language[- ]models?|coding[- ]agents?|autonomous agents?|assistants?|agents?|bots?)`;
@@ -49,60 +55,80 @@ const PATTERNS: readonly Pattern[] = [
     kind: "override",
     addressed: true,
     pattern: /\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:your\s+|the\s+|my\s+)?(?:previous|prior|above|earlier|preceding|existing|original|other)\s+(?:instructions?|prompts?|directions?|directives?|rules|guidelines|messages|context)\b/i,
+    needs: /ignore|disregard|forget|override/,
   },
   {
     kind: "addressed_to_agent",
     addressed: true,
     pattern: new RegExp(String.raw`\b(?:note|notice|message|instructions?|attention|reminder|warning)\s*(?:to|for)\s+(?:all\s+|any\s+)?(?:ai\s+)?${AI_READER}\b`, "i"),
+    needs: /note|notice|message|instruction|attention|reminder|warning/,
   },
   {
     kind: "addressed_to_agent",
     addressed: true,
     pattern: new RegExp(String.raw`\bif\s+you\s+are\s+(?:an?\s+)?(?:ai\b|a\.i\.|llm\b|large language model|language model|ai[- ]assistant|ai[- ]agent|coding agent|automated agent)`, "i"),
+    needs: /if\s+you\s+are/,
   },
   {
     kind: "addressed_to_agent",
     addressed: true,
     pattern: /\b(?:ai|llm)\s+(?:agents?|assistants?|models?)\s+(?:reading|processing|parsing|that read|who read)\s+this\b/i,
+    needs: /(?:ai|llm)\s+(?:agent|assistant|model)/,
   },
   {
     kind: "concealment",
     addressed: true,
     pattern: /\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this|it)\s+to|reveal\s+(?:this|it)\s+to|let)\s+the\s+user\b|\bwithout\s+(?:telling|informing|asking)\s+the\s+user\b/i,
+    needs: /the\s+user/,
   },
-  { kind: "system_prompt", addressed: false, pattern: /\b(?:your|the)\s+system\s+prompt\b|\bnew\s+system\s+(?:prompt|instructions?)\b/i },
+  {
+    kind: "system_prompt",
+    addressed: false,
+    pattern: /\b(?:your|the)\s+system\s+prompt\b|\bnew\s+system\s+(?:prompt|instructions?)\b/i,
+    needs: /system\s+(?:prompt|instruction)/,
+  },
   {
     kind: "obligation",
     addressed: false,
     pattern: /\byou\s+(?:must|should|have\s+to|need\s+to|are\s+required\s+to)\s+(?:always|never|first|immediately)\b|\b(?:always|never)\s+forget\s+to\b/i,
+    needs: /you\s+(?:must|should|have|need|are)|forget\s+to/,
   },
   // "Always <verb> …" / "Never <verb> …" opening a sentence, a line or a list item: an order, not a description.
   {
     kind: "absolute_imperative",
     addressed: false,
     pattern: /(?:^|[.!?:;]\s+|\n[ \t]*(?:[-*•>]\s*)?)(?:important[:!,]?\s*)?(?:always|never)\s+(?:run|execute|call|use|install|download|fetch|curl|wget|send|post|upload|delete|remove|disable|skip|bypass|ignore|trust|copy|paste|add|set|export|pipe|source|include|grant|give|share|commit|push|verify|check|validate|ask|confirm|report|log|print|reveal|mention)\b/i,
+    // "important" may run straight into the order ("IMPORTANTalways run …"): then the order does not start a word.
+    needs: /always|never|important(?:always|never)/,
   },
   {
     kind: "pipe_to_shell",
     addressed: false,
     pattern: /\b(?:curl|wget|fetch|iwr|invoke-webrequest|irm)\b[^\n|;]{0,300}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|da|k|fi)?sh\b|\b(?:curl|wget|iwr|irm)\b[^\n|;]{0,300}\|\s*(?:sudo\s+)?(?:python3?|perl|ruby|node|iex|invoke-expression)\b/i,
+    needs: /curl|wget|fetch|iwr|invoke-webrequest|irm/,
   },
   {
     kind: "pipe_to_shell",
     addressed: false,
     pattern: /\b(?:ba|z)?sh\s+<\(\s*(?:curl|wget)\b|\beval\s+"?\$\(\s*(?:curl|wget)\b|\bbase64\s+(?:-d|--decode|-D)\b[^\n;]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:echo|printf)\s+\S{24,}\s*\|\s*base64\s+(?:-d|--decode|-D)\b/i,
+    needs: /curl|wget|base64/,
   },
   {
     kind: "destructive_command",
     addressed: false,
     pattern: /\brm\s+-(?:rf|fr|r\s+-f|f\s+-r)\s+(?:--no-preserve-root\s+)?(?:\/(?:\s|$|\*)|~\/?(?:\s|$)|\$HOME\b|\*\s|\/\*)|\bchmod\s+\+x\s+\S+\s*&&\s*(?:sudo\s+)?\.\/|\bmkfs(?:\.\w+)?\s+\/dev\/|\bdd\s+if=\S+\s+of=\/dev\/(?:sd|nvme|hd)/i,
+    needs: /rm\s+-|chmod|mkfs|dd\s+if=/,
   },
   {
     kind: "fetch_url",
     addressed: false,
     pattern: /(?:^|[.!?:;]\s+|\n[ \t]*(?:[-*•>]\s*)?|\b(?:please|then|first|now|must|should|always)\s+)(?:download|fetch|visit|open|navigate\s+to|go\s+to|send\s+(?:\S+\s+){0,4}to|post\s+(?:\S+\s+){0,4}to|upload\s+(?:\S+\s+){0,4}to|execute|run|install)\s+(?:the\s+\S+\s+(?:at|from)\s+|(?:it\s+)?from\s+)?(?:https?:\/\/|\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})/i,
+    needs: /https?:\/\/|\d{1,3}\.\d{1,3}\.\d{1,3}\.\d/,
   },
 ];
+
+/** Text that matches none of this matches no pattern (see Pattern.needs). */
+const ANY_NEEDED = new RegExp(String.raw`\b(?:${PATTERNS.map(({ needs }) => needs.source).join("|")})`, "i");
 
 export interface InstructionReading {
   /** Kinds of instruction found, each once, in pattern order. */
@@ -116,6 +142,7 @@ export function readInstructions(text: string): InstructionReading {
   const read = text.length > MAX_HEAD_CHARS + MAX_TAIL_CHARS ? `${text.slice(0, MAX_HEAD_CHARS)}\n${text.slice(-MAX_TAIL_CHARS)}` : text;
   const kinds: InstructionKind[] = [];
   let addressed = false;
+  if (!ANY_NEEDED.test(read)) return { kinds, addressed };
   for (const { kind, addressed: speaksToAgent, pattern } of PATTERNS) {
     if (kinds.includes(kind) && !(speaksToAgent && !addressed)) continue;
     if (!pattern.test(read)) continue;

@@ -81,14 +81,15 @@ export class MemoryIndex {
     return { termFreqs: termFrequencies(text), vector };
   }
 
-  /** Makes committed writes searchable. */
-  indexWritten(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[]): void {
+  /** Makes committed writes searchable, calling `indexed(i)` once the `i`-th is (and before the next one is). */
+  indexWritten(written: readonly WrittenEntry[], prepared: readonly PreparedEntry[], indexed?: (i: number) => void): void {
     written.forEach(({ record, superseded }, i) => {
       this.catalog.add(record);
       this.sparse.add(record.seq, (prepared[i] as PreparedEntry).termFreqs);
       this.dense.add(record.seq, (prepared[i] as PreparedEntry).vector);
       this.spaces.add(record.owner, record.seq, (prepared[i] as PreparedEntry).spaceVectors ?? []);
       if (superseded !== undefined) this.catalog.markStale(superseded.seq);
+      indexed?.(i);
     });
     this.dense.scheduleIndexing();
     this.spaces.scheduleIndexing();

@@ -344,7 +344,7 @@ export class Catalog {
     const expiry = this.#expiry;
     let expiresAt = record.expiresAt;
     if (expiry !== undefined) {
-      expiresAt = expiry.expiryOf({ seq, owner: record.owner, runId: record.runId, typeIndex: ENTRY_TYPES.indexOf(record.entryType), createdAt: record.createdAt, expiresAt: record.expiresAt });
+      expiresAt = expiry.expiryOfRecord(record);
       // Already expired (loaded at start-up, or replayed late): it awaits its purge and is never read.
       if (expiry.isHidden(seq) || (expiresAt !== 0 && expiresAt <= expiry.now())) {
         expiry.hide(seq);

@@ -23,8 +23,12 @@ export const LINEAGE_REVIEW_REASONS = ["source_deleted"] as const;
 export const PROMOTION_STATES = ["proposed", "auditioning", "quarantined"] as const;
 export type PromotionState = "" | (typeof PROMOTION_STATES)[number];
 
-/** The record version this build writes; older versions are upgraded when read. */
-export const ENTRY_RECORD_VERSION = 4;
+/**
+ * The record version this build writes; older versions are upgraded when read. Version 5 stores only the fields that
+ * differ from their defaults (see encodeEntry): a fact written plainly is a third of its version 4 size, and quicker
+ * to pack and to unpack.
+ */
+export const ENTRY_RECORD_VERSION = 5;
 
 /** How many runs a lesson remembers having been learned in: enough to tell "confirmed elsewhere", and bounded. */
 export const MAX_CONFIRMED_RUNS = 16;
@@ -186,72 +190,157 @@ export function isStaleRecord(record: EntryRecord): boolean {
   return record.stale || record.supersededBy !== "";
 }
 
+/** The defaults of the fields a version 5 record leaves out when they hold them (those of a plain write, newEntry). */
+const DEFAULT_STRINGS = {
+  agentId: "",
+  userId: "",
+  lessonScope: "",
+  lessonType: "",
+  metadataJson: "{}",
+  lane: "",
+  supersededBy: "",
+  upsertKey: "",
+  source: "agent",
+  referenceId: "",
+  contentType: "text/plain",
+  validationStatus: "",
+  lineageReview: "",
+} as const satisfies Partial<Record<keyof EntryRecord, string>>;
+const DEFAULT_STRING_FIELDS = Object.keys(DEFAULT_STRINGS) as readonly (keyof typeof DEFAULT_STRINGS)[];
+const DEFAULT_IMPORTANCE: Importance = "medium";
+const DEFAULT_CONFIDENCE = 1;
+
 /**
- * Checks a value read from the entries database and returns it as the current record version. Version 1 records
- * (before update, delete and lineage) are upgraded with the defaults those fields had; any other version, or a
+ * The value the entries database stores for a record (version 5): the record without the fields that hold their
+ * defaults: empty strings, lists and flags, a plain write's importance, metadata, source and content type, an
+ * `updatedAt` equal to `createdAt`, the initial learning state, and provenance without its empty parts. decodeEntry
+ * gives the defaults back. Every write of an entry record goes through here.
+ */
+export function encodeEntry(record: EntryRecord): Record<string, unknown> {
+  const { provenance } = record;
+  const stored: Record<string, unknown> = {
+    v: ENTRY_RECORD_VERSION,
+    seq: record.seq,
+    id: record.id,
+    owner: record.owner,
+    runId: record.runId,
+    entryType: record.entryType,
+    content: record.content,
+    occurrenceTime: record.occurrenceTime,
+    createdAt: record.createdAt,
+    termCount: record.termCount,
+    provenance: { origin: provenance.origin, trust: provenance.trust },
+  };
+  for (const field of DEFAULT_STRING_FIELDS) {
+    if (record[field] !== DEFAULT_STRINGS[field]) stored[field] = record[field];
+  }
+  if (record.importance !== DEFAULT_IMPORTANCE) stored["importance"] = record.importance;
+  if (record.confidence !== DEFAULT_CONFIDENCE) stored["confidence"] = record.confidence;
+  if (record.updatedAt !== record.createdAt) stored["updatedAt"] = record.updatedAt;
+  if (record.stale) stored["stale"] = true;
+  if (record.derived) stored["derived"] = true;
+  if (record.expiresAt !== 0) stored["expiresAt"] = record.expiresAt;
+  if (record.envTags.length > 0) stored["envTags"] = record.envTags;
+  if (record.sourceIds.length > 0) stored["sourceIds"] = record.sourceIds;
+  if (record.audit.length > 0) stored["audit"] = record.audit;
+  if (record.flags.length > 0) stored["flags"] = record.flags;
+  if (record.absorbedIds.length > 0) stored["absorbedIds"] = record.absorbedIds;
+  if (!sameLearning(record.learning, initialLearning(record.confidence, record.runId))) stored["learning"] = record.learning;
+  const storedProvenance = stored["provenance"] as Record<string, unknown>;
+  if (provenance.toolName !== "") storedProvenance["toolName"] = provenance.toolName;
+  if (provenance.url !== "") storedProvenance["url"] = provenance.url;
+  if (provenance.keyId !== "") storedProvenance["keyId"] = provenance.keyId;
+  return stored;
+}
+
+/** Every field of a learning state, so that one added later is compared too. */
+const LEARNING_FIELDS = Object.keys(initialLearning(1, "")) as readonly (keyof LearningState)[];
+
+function sameLearning(a: LearningState, b: LearningState): boolean {
+  for (const field of LEARNING_FIELDS) {
+    const x = a[field];
+    const y = b[field];
+    if (Array.isArray(x) && Array.isArray(y) ? x.length !== y.length || x.some((item, i) => item !== y[i]) : x !== y) return false;
+  }
+  return true;
+}
+
+/**
+ * An entry record of any readable version, upgraded to the current one: version 1 records (before update, delete
+ * and lineage) get the defaults those fields had, versions before 4 a provenance from `policy` (the server's
+ * SERVICE_TRUST_POLICY, by the origin their `source` implies), and a version 5 field left out its default (see
+ * encodeEntry; a record with every field, as the tenant export writes it, reads the same). Any other version, or a
  * missing or mistyped field, throws: start-up stops with the message rather than serving a corrupt record.
  */
-/**
- * An entry record of any readable version, upgraded to the current one. `policy` gives a record written before
- * provenance existed the trust of the origin its `source` implies (the server's SERVICE_TRUST_POLICY).
- */
 export function decodeEntry(value: unknown, seq: number, policy: TrustPolicy = DEFAULT_TRUST_POLICY): EntryRecord {
-  const r = openRecord("entries", seq, value, [1, 2, 3, ENTRY_RECORD_VERSION]);
+  const r = openRecord("entries", seq, value, [1, 2, 3, 4, ENTRY_RECORD_VERSION]);
   const upgraded = r.version === 1;
+  /** Whether a version 5 record left the field out: it holds its default. */
+  const compact = r.version >= 5;
+  const left = (field: string): boolean => compact && !r.has(field);
+  const text = (field: keyof typeof DEFAULT_STRINGS): string => (left(field) ? DEFAULT_STRINGS[field] : r.string(field));
+  const strings = (field: string): string[] => (left(field) ? [] : r.strings(field));
   const entryType = r.oneOf("entryType", ENTRY_TYPES);
   const createdAt = r.number("createdAt");
+  const runId = r.string("runId");
+  const confidence = left("confidence") ? DEFAULT_CONFIDENCE : r.number("confidence");
   return {
     v: ENTRY_RECORD_VERSION,
     seq: r.integer("seq"),
     id: r.string("id"),
     owner: r.integer("owner"),
-    runId: r.string("runId"),
-    agentId: r.string("agentId"),
-    userId: r.string("userId"),
+    runId,
+    agentId: text("agentId"),
+    userId: text("userId"),
     entryType,
     content: r.string("content"),
-    lessonScope: r.string("lessonScope"),
-    lessonType: r.string("lessonType"),
-    importance: r.oneOf("importance", IMPORTANCE_LEVELS),
-    metadataJson: r.string("metadataJson"),
-    lane: r.string("lane"),
+    lessonScope: text("lessonScope"),
+    lessonType: text("lessonType"),
+    importance: left("importance") ? DEFAULT_IMPORTANCE : r.oneOf("importance", IMPORTANCE_LEVELS),
+    metadataJson: text("metadataJson"),
+    lane: text("lane"),
     occurrenceTime: r.number("occurrenceTime"),
     createdAt,
-    updatedAt: upgraded ? createdAt : r.number("updatedAt"),
-    supersededBy: r.string("supersededBy"),
-    stale: upgraded ? false : r.boolean("stale"),
-    upsertKey: r.string("upsertKey"),
-    source: r.string("source"),
-    referenceId: r.string("referenceId"),
-    contentType: r.string("contentType"),
-    envTags: r.strings("envTags"),
-    derived: r.boolean("derived"),
-    confidence: r.number("confidence"),
-    validationStatus: upgraded ? (entryType === "lesson" || entryType === "rule" ? "pending" : "") : r.string("validationStatus"),
-    sourceIds: upgraded ? [] : r.strings("sourceIds"),
-    lineageReview: upgraded ? "" : r.string("lineageReview"),
-    audit: upgraded
-      ? []
-      : r.objects("audit").map((e) => ({
-          at: e.number("at"),
-          field: e.string("field"),
-          from: e.string("from"),
-          to: e.string("to"),
-          reason: e.string("reason"),
-          agentId: e.string("agentId"),
-        })),
-    learning: r.version < 3 ? initialLearning(r.number("confidence"), r.string("runId")) : decodeLearning(r.object("learning")),
+    updatedAt: upgraded || left("updatedAt") ? createdAt : r.number("updatedAt"),
+    supersededBy: text("supersededBy"),
+    stale: upgraded || left("stale") ? false : r.boolean("stale"),
+    upsertKey: text("upsertKey"),
+    source: text("source"),
+    referenceId: text("referenceId"),
+    contentType: text("contentType"),
+    envTags: strings("envTags"),
+    derived: left("derived") ? false : r.boolean("derived"),
+    confidence,
+    validationStatus: upgraded ? (entryType === "lesson" || entryType === "rule" ? "pending" : "") : text("validationStatus"),
+    sourceIds: upgraded ? [] : strings("sourceIds"),
+    lineageReview: upgraded ? "" : text("lineageReview"),
+    audit:
+      upgraded || left("audit")
+        ? []
+        : r.objects("audit").map((e) => ({
+            at: e.number("at"),
+            field: e.string("field"),
+            from: e.string("from"),
+            to: e.string("to"),
+            reason: e.string("reason"),
+            agentId: e.string("agentId"),
+          })),
+    learning: r.version < 3 || left("learning") ? initialLearning(confidence, runId) : decodeLearning(r.object("learning")),
     termCount: r.integer("termCount"),
-    provenance: r.version < 4 ? legacyProvenance(r.string("source"), policy) : decodeProvenance(r.object("provenance")),
-    flags: r.version < 4 ? [] : r.strings("flags"),
-    expiresAt: r.version < 4 ? 0 : r.number("expiresAt"),
-    absorbedIds: r.version < 4 ? [] : r.strings("absorbedIds"),
+    provenance: r.version < 4 ? legacyProvenance(r.string("source"), policy) : decodeProvenance(r.object("provenance"), compact),
+    flags: r.version < 4 ? [] : strings("flags"),
+    expiresAt: r.version < 4 || left("expiresAt") ? 0 : r.number("expiresAt"),
+    absorbedIds: r.version < 4 ? [] : strings("absorbedIds"),
   };
 }
 
-/** A stored provenance object (entry records from version 4, queued ingest items). */
-export function decodeProvenance(r: RecordReader): Provenance {
-  return { origin: r.oneOf("origin", ORIGINS), toolName: r.string("toolName"), url: r.string("url"), trust: r.oneOf("trust", TRUST_LEVELS), keyId: r.string("keyId") };
+/**
+ * A stored provenance object (entry records from version 4, queued ingest items). `compact`: an entry record of
+ * version 5, which leaves out an empty tool name, URL or key id.
+ */
+export function decodeProvenance(r: RecordReader, compact = false): Provenance {
+  const text = (field: string): string => (compact && !r.has(field) ? "" : r.string(field));
+  return { origin: r.oneOf("origin", ORIGINS), toolName: text("toolName"), url: text("url"), trust: r.oneOf("trust", TRUST_LEVELS), keyId: text("keyId") };
 }
 
 function decodeLearning(r: RecordReader): LearningState {

@@ -65,6 +65,10 @@ function entryTypeOf(field: string, entryType: string, intent: string): { type: 
   return { type: "fact", reasoning: "default", confidence: 0.5 };
 }
 
+/** Metadata keys that name the tool a text came from, and where it was fetched from. */
+const TOOL_NAME_KEYS = ["tool_name", "tool"] as const;
+const URL_KEYS = ["url", "source_url"] as const;
+
 /** A metadata value usable as a tool name or URL: a string within the provenance limits, else undefined. */
 function metadataText(metadata: Record<string, unknown>, keys: readonly string[], max: number, allowSpaces: boolean): string | undefined {
   for (const key of keys) {
@@ -84,8 +88,8 @@ function metadataText(metadata: Record<string, unknown>, keys: readonly string[]
 function statedOrDerivedProvenance(stated: ProvenanceInput | undefined, intent: string, metadata: Record<string, unknown>): ProvenanceInput | undefined {
   const statesNone = stated === undefined || (stated.origin === "" && stated.toolName === "" && stated.url === "" && stated.trust === "");
   if (!statesNone) return stated;
-  const toolName = metadataText(metadata, ["tool_name", "tool"], MAX_TOOL_NAME_CHARS, true);
-  const url = metadataText(metadata, ["url", "source_url"], MAX_URL_CHARS, false);
+  const toolName = metadataText(metadata, TOOL_NAME_KEYS, MAX_TOOL_NAME_CHARS, true);
+  const url = metadataText(metadata, URL_KEYS, MAX_URL_CHARS, false);
   const origin: Origin | undefined = url !== undefined ? "web" : toolName !== undefined || intent.toLowerCase() === "tool_output" ? "tool" : undefined;
   if (origin === undefined) return stated;
   return create(ProvenanceSchema, { origin, toolName: toolName ?? "", url: url ?? "" });

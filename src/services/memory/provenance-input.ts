@@ -17,7 +17,12 @@ export interface WriteOrigin {
 export const MAX_TTL_SECONDS = 3_153_600_000;
 
 export function provenanceOf(field: string, input: ProvenanceInput | undefined, source: string, origin: WriteOrigin): Provenance {
-  const stated = input ?? { origin: "", toolName: "", url: "", trust: "" };
+  // Most writes state none: nothing to check (every item of a bulk write comes through here).
+  if (input === undefined || (input.origin === "" && input.toolName === "" && input.url === "" && input.trust === "")) {
+    const kind = originOfSource(source);
+    return { origin: kind, toolName: "", url: "", trust: origin.trustPolicy[kind], keyId: origin.keyId };
+  }
+  const stated = input;
   const kind = oneOf(`${field}.origin`, stated.origin, ORIGINS, originOfSource(source));
   const toolName = stated.toolName;
   if (toolName.length > MAX_TOOL_NAME_CHARS) throw invalidArgument(`${field}.tool_name`, `must be at most ${MAX_TOOL_NAME_CHARS} characters`);
@@ -32,6 +37,7 @@ export function provenanceOf(field: string, input: ProvenanceInput | undefined, 
 /** Unix milliseconds the entry expires at, 0 for never, from `ttl_seconds` or `expires_at` (never both). */
 export function expiryOf(prefix: string, ttlSeconds: bigint | number, expiresAt: string, now: number): number {
   const ttl = Number(ttlSeconds);
+  if (ttl === 0 && expiresAt === "") return 0;
   const ttlField = `${prefix}ttl_seconds`;
   const atField = `${prefix}expires_at`;
   if (ttl !== 0 && expiresAt !== "") throw invalidArgument(ttlField, `cannot be set together with ${atField}`);

@@ -4,7 +4,7 @@
 // their learned state, audit trail and times kept, then indexed in memory like any written entry.
 import type { MemoryIndex } from "../../memory/memory-index.js";
 import type { EntryWriter } from "../../memory/entry-writer.js";
-import { MAX_AUDIT_EVENTS, MAX_CONFIRMED_RUNS, decodeEntry, seqOfEntryId, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry, type WrittenEntry } from "../../storage/entry-store.js";
+import { MAX_AUDIT_EVENTS, MAX_CONFIRMED_RUNS, decodeEntry, encodeEntry, seqOfEntryId, type EntryRecord, type EntryStore, type NewEntry, type PreparedEntry, type WrittenEntry } from "../../storage/entry-store.js";
 import type { Storage } from "../../storage/database.js";
 import { vectorFromBase64, vectorToBase64 } from "../line-format.js";
 import { LineFault } from "../import-faults.js";
@@ -108,7 +108,7 @@ export function entryKind({ storage, entries, index, writer, trustPolicy = DEFAU
       // Trails stay as bounded as the store keeps them, whatever a line holds.
       const audit = record.audit.slice(-MAX_AUDIT_EVENTS);
       const restored: EntryRecord = { ...written.record, updatedAt: record.updatedAt, stale: record.stale, lineageReview: record.lineageReview, audit };
-      storage.dbs.entries.put(restored.seq, restored);
+      storage.dbs.entries.put(restored.seq, encodeEntry(restored));
       if (record.referenceId !== "" && restored.referenceId !== "") ctx.remember("reference", record.referenceId, restored.referenceId);
       return { ...created(restored.id), stored: { written: { record: restored, superseded: written.superseded }, prepared: { ...prepared, entry } } };
     },
