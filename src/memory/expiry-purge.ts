@@ -8,6 +8,7 @@ import type { EntryStore } from "../storage/entry-store.js";
 import { inWriteScope } from "../storage/write-scope.js";
 import type { EntryChanges } from "./entry-changes.js";
 import type { MemoryIndex } from "./memory-index.js";
+import { TimeSlicer } from "./scan.js";
 
 /** Entries removed per transaction: as run deletion's purge, so one slice never holds the event loop for long. */
 const PURGE_SLICE = 32;
@@ -72,12 +73,15 @@ export class ExpiryPurge {
 
   async #sweep(): Promise<number> {
     const { entries, index, worksFor } = this.#deps;
-    // Entries whose time came since the last read leave the catalog first.
+    // Entries whose time came since the last read are counted out first.
     index.catalog.expireDue();
     const byOwner = new Map<number, number[]>();
-    let looked = 0;
-    for (const seq of entries.expiry.pending()) {
-      if (++looked > SWEEP_LIMIT) break;
+    // A record read per entry (its run may have been deleted meanwhile): tens of thousands of them share the loop.
+    const slicer = new TimeSlicer();
+    for (const seq of entries.expiry.pending(SWEEP_LIMIT)) {
+      const pause = slicer.tick();
+      if (pause !== undefined) await pause;
+      if (this.#stopped) return 0;
       const owner = entries.ownerOfStored(seq);
       // Gone already (removed on another node, or its run's purge took it): nothing left to hide.
       if (owner === undefined) entries.expiry.purged(seq);

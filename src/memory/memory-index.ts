@@ -179,6 +179,8 @@ export class MemoryIndex {
 
   /** The purge removed a hidden entry from LMDB: drop what the indexes still hold of it. */
   forgetHidden(seq: number, owner: number, termFreqs: ReadonlyMap<string, number>): void {
+    // A run's purge also removes its entries that had expired before the run was deleted: the catalog held their rows.
+    this.catalog.remove(seq);
     this.#entries.expiry.purged(seq);
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);

@@ -567,8 +567,8 @@ export class EntryStore {
     const expiry = this.#expiry;
     expiry.settle();
     for (const seq of this.#storedSeqs(owner, runId, reverse, afterSeq)) {
-      // Expired entries awaiting their purge: a set lookup, no record read.
-      if (expiry.pendingCount > 0 && expiry.isHidden(seq)) continue;
+      // Expired entries awaiting their purge: a set lookup and a catalog row read, no record read.
+      if (expiry.isHidden(seq)) continue;
       // Reading a record to learn its run costs ~1 µs: a scan of a large run would hold the event loop for seconds.
       if (hidden === "none" || (typeof hidden === "number" ? seq > hidden : this.get(seq) !== undefined)) yield seq;
     }
