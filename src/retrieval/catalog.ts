@@ -2,7 +2,7 @@
 // LMDB. Derived data: loaded from the entries database at start-up and kept current by every write.
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
-import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
+import { PAGE_MASK, PAGE_SHIFT, SeqPages, type Page } from "./seq-pages.js";
 import { ORIGINS, type Origin, type Trust } from "../storage/provenance.js";
 import type { EntryExpiry } from "../storage/entry-expiry.js";
 import { ExpiryLedger, type GroupTotal } from "./expiry-ledger.js";
@@ -271,6 +271,7 @@ export class Catalog {
   /** Entries in the ledger by group: a group none is left in is forgotten and its id reused. */
   readonly #groupRefs: number[] = [];
   readonly #freeGroups: number[] = [];
+  #onStale: (() => void) | undefined;
   /** Seqs of expired entries still holding their rows, as the ledger handed them out: the purge's work list. */
   #expired: number[][] = [];
   /**
@@ -306,11 +307,41 @@ export class Catalog {
     const now = Math.max(expiry.now(), this.#settledTo);
     this.#settledTo = now;
     if (this.#ledger.peekAt() > now) return;
+    // Totals by group over every leaf due first, so that each group's counts and lists are touched once.
+    const due = new Map<number, GroupTotal>();
     this.#ledger.takeDue(
       now,
-      (group, total) => this.#settle(group, total),
+      (group, { count, terms }) => {
+        const total = due.get(group);
+        if (total === undefined) due.set(group, { count, terms });
+        else {
+          total.count += count;
+          total.terms += terms;
+        }
+      },
       (seqs) => this.#expired.push(seqs),
     );
+    for (const [group, total] of due) this.#settle(group, total);
+    if (due.size > 0) this.#onStale?.();
+  }
+
+  /**
+   * Registers what is told when an expiry left lists holding expired entries: a background task that calls `tidy`
+   * until it answers false, so that reads find them clean.
+   */
+  onStale(notify: () => void): void {
+    this.#onStale = notify;
+  }
+
+  /** Rids one list of its expired entries; whether any list still holds some (call again, after a yield). */
+  tidy(): boolean {
+    for (const [map, keys] of this.#stale) {
+      for (const key of keys) {
+        this.#keepLive(map, key);
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Queues an entry in the ledger, in its group. */
@@ -383,9 +414,37 @@ export class Catalog {
   /** Filters a list down to its live entries (a new array: a reader may hold the old one). */
   #keepLive<K>(map: Map<K, number[]>, key: K): void {
     this.#stale.get(map as Map<unknown, number[]>)?.delete(key);
-    const list = (map.get(key) ?? []).filter((seq) => this.has(seq));
-    if (list.length === 0) map.delete(key);
-    else map.set(key, list);
+    const list = map.get(key);
+    if (list === undefined) return;
+    // The has() test inlined, a page looked up once per run of seqs on it: lists run to 100k entries.
+    const kept: number[] = [];
+    let pageIndex = -1;
+    let page: ColumnsPage | undefined;
+    for (const seq of list) {
+      if (seq >>> PAGE_SHIFT !== pageIndex) {
+        pageIndex = seq >>> PAGE_SHIFT;
+        page = this.#columns.page(seq);
+      }
+      if (page === undefined) continue;
+      const row = seq & PAGE_MASK;
+      if (((page.flags[row] as number) & FLAG_PRESENT) !== 0 && !this.#expiredRow(page, row)) kept.push(seq);
+    }
+    if (kept.length === 0) map.delete(key);
+    else map.set(key, kept);
+  }
+
+  /**
+   * The first (or, `last`, the newest) live entry of one owner's run, without filtering its list: what run listings
+   * show, read from the list's ends past the expired entries it may still hold.
+   */
+  edgeSeq(owner: number, runId: string, last: boolean): number | undefined {
+    this.expireDue();
+    const list = this.#byScope.get(`${owner}/${runId}`) ?? [];
+    for (let i = last ? list.length - 1 : 0; last ? i >= 0 : i < list.length; i += last ? -1 : 1) {
+      const seq = list[i] as number;
+      if (this.has(seq)) return seq;
+    }
+    return undefined;
   }
 
   /** The group an entry expires in, from its columns. */
@@ -488,7 +547,10 @@ export class Catalog {
       }
     }
     for (const [group, total] of dueNow) this.#settle(group, total);
-    if (expiredNow.length > 0) this.#expired.push(expiredNow);
+    if (expiredNow.length > 0) {
+      this.#expired.push(expiredNow);
+      this.#onStale?.();
+    }
   }
 
   /** Registers an observer; register it before the start-up load so it sees every entry. */

@@ -74,8 +74,9 @@ export class ExpiryLedger {
     leaf.tally(group, terms, 1);
     this.#size++;
     if (leaf.at.length > LEAF_SIZE) {
-      const half = leaf.at.length >> 1;
-      this.#leaves.splice(leafAt, 1, leaf.slice(0, half), leaf.slice(half, leaf.at.length));
+      // Appending (the usual case: one TTL, entries written in order) starts a new leaf and leaves this one full.
+      const at = leafAt === this.#leaves.length - 1 && row === LEAF_SIZE ? LEAF_SIZE : leaf.at.length >> 1;
+      this.#leaves.splice(leafAt, 1, leaf.slice(0, at), leaf.slice(at, leaf.at.length));
     }
   }
 

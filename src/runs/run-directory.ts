@@ -104,7 +104,7 @@ export class RunDirectory implements CatalogObserver {
     stats.count -= count;
     decrement(stats.byType, entryType, count);
     if (agentId !== "") decrement(stats.agents, agentId, count);
-    // Whether the newest entry was among them is not known here: the next listing looks it up (one list read).
+    // Whether the newest entry was among them is not known here: the next listing looks it up (from the list's end).
     stats.newestSeq = -1;
     if (stats.count <= 0) runs.delete(runId);
     if (runs.size === 0) this.#owners.delete(owner);
@@ -162,23 +162,20 @@ export class RunDirectory implements CatalogObserver {
   }
 
   #view(owner: number, at: RunCursor, stats: RunStats): RunView {
-    const seqs = this.#catalog.runSeqs(owner, at.runId);
+    const first = this.#catalog.edgeSeq(owner, at.runId, false);
     return {
       runId: at.runId,
       entryCount: stats.count,
       entryCounts: Object.fromEntries(stats.byType),
       agentIds: [...stats.agents.keys()],
-      createdAt: seqs.length === 0 ? at.lastActivityAt : this.#catalog.createdAt(seqs[0] as number),
+      createdAt: first === undefined ? at.lastActivityAt : this.#catalog.createdAt(first),
       lastActivityAt: at.lastActivityAt,
     };
   }
 
   /** The run's newest entry, looked up again in the catalog after it was removed. */
   #newestSeq(owner: number, runId: string, stats: RunStats): number {
-    if (stats.newestSeq === -1) {
-      const seqs = this.#catalog.runSeqs(owner, runId);
-      stats.newestSeq = seqs.length === 0 ? 0 : (seqs[seqs.length - 1] as number);
-    }
+    if (stats.newestSeq === -1) stats.newestSeq = this.#catalog.edgeSeq(owner, runId, true) ?? 0;
     return stats.newestSeq;
   }
 

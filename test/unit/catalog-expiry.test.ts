@@ -29,6 +29,8 @@ function corpus(size: number, expiresAt: (seq: number) => number): EntryRecord[]
         entryType,
         agentId: `agent-${seq % 4}`,
         lessonScope: entryType === "lesson" && seq % 2 === 0 ? "global" : "",
+        // Distinct creation times: run listings show their first and newest live entries' times.
+        createdAt: 1_700_000_000_000 + seq * 1000,
         expiresAt: expiresAt(seq),
       }),
     );
@@ -77,6 +79,11 @@ describe("Catalog expiry", () => {
     const { catalog, runs, expiry } = catalogAt(clock, records);
     expect(snapshot(catalog, runs)).toEqual(freshOf(records, clock.now));
     clock.now = T0 + 10_000;
+    // Counted out at once; the lists filtered by the background pass here (reads filter those it has not reached).
+    expect(catalog.count).toBe(3_000);
+    let tidied = 0;
+    while (catalog.tidy()) tidied++;
+    expect(tidied).toBeGreaterThan(0);
     expect(snapshot(catalog, runs)).toEqual(freshOf(records, clock.now));
     const expired = records.filter((r) => r.expiresAt !== 0).map((r) => r.seq);
     for (const seq of expired) {
