@@ -44,6 +44,9 @@ export function seqOfEntryId(id: string): number | undefined {
 /** Fields an update may change; absent fields are unchanged. */
 export interface EntryPatch {
   readonly content?: string;
+  /** A rule that an edit leaves untrusted becomes a lesson (see learning/lesson-edit.ts). */
+  readonly entryType?: EntryType;
+  readonly lessonType?: string;
   readonly lane?: string;
   readonly metadataJson?: string;
   readonly importance?: Importance;
