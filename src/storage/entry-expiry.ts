@@ -24,8 +24,6 @@ export interface ExpiringIndex {
   expireDue(): void;
   /** Whether it holds this entry as expired, awaiting its purge. */
   holdsExpired(seq: number): boolean;
-  /** Up to `limit` of the expired entries it holds, earliest expired first. */
-  expiredSeqs(limit: number): number[];
 }
 
 export class EntryExpiry {
@@ -34,7 +32,7 @@ export class EntryExpiry {
   readonly retention: RetentionStore | undefined;
   /** Entries seen expired, not purged yet and not held by the catalog: hidden whatever the clock or policies say later. */
   readonly #hidden = new Set<number>();
-  #index: ExpiringIndex = { expireDue: () => undefined, holdsExpired: () => false, expiredSeqs: () => [] };
+  #index: ExpiringIndex = { expireDue: () => undefined, holdsExpired: () => false };
 
   constructor(now: () => number, retention?: RetentionStore) {
     this.now = now;
@@ -91,14 +89,17 @@ export class EntryExpiry {
     this.#hidden.delete(seq);
   }
 
-  /** Up to `limit` expired entries awaiting their purge: those the catalog never held, then its own. */
-  pending(limit: number): number[] {
+  /**
+   * Up to `limit` expired entries awaiting their purge that the catalog does not hold (expired before start-up, or
+   * replayed late); the catalog lists its own (`Catalog.expiredSeqs`).
+   */
+  unheld(limit: number): number[] {
     const out: number[] = [];
     for (const seq of this.#hidden) {
-      if (out.length === limit) return out;
+      if (out.length === limit) break;
       out.push(seq);
     }
-    return out.concat(this.#index.expiredSeqs(limit - out.length));
+    return out;
   }
 }
 

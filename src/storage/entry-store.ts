@@ -400,6 +400,11 @@ export class EntryStore {
     this.#tombstones.delete(tombstoneKey(owner, runId));
   }
 
+  /** Whether the entry belongs to a deleted run awaiting its purge (which removes it; no one else should). */
+  inDeletedRun(owner: number, runId: string, seq: number): boolean {
+    return this.#isTombstoned({ owner, runId, seq });
+  }
+
   #isTombstoned(record: Pick<EntryRecord, "owner" | "runId" | "seq">): boolean {
     if (this.#tombstones.size === 0) return false;
     const maxSeq = this.#tombstones.get(tombstoneKey(record.owner, record.runId));

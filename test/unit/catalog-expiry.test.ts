@@ -153,6 +153,6 @@ describe("Catalog expiry", () => {
     expect(catalog.has(1)).toBe(false);
     expect(catalog.count).toBe(0);
     expect(expiry.isHidden(1)).toBe(true);
-    expect(expiry.pending(10)).toEqual([1]);
+    expect(expiry.unheld(10)).toEqual([1]);
   });
 });
