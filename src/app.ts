@@ -290,7 +290,7 @@ export async function startEngram(config: Config, options: StartOptions = {}): P
   const optimizer = new Optimizer({ entries, catalog: index.catalog, outcomes: outcomeStore, prompts, skills, agents: agentDefinitions, llm, defaultTimeoutMs: config.llm?.timeoutMs ?? 30_000 });
   const runHistory = new RunHistory({ storage, catalog: index.catalog, directory: runDirectory, outcomes: outcomeStore, sessions: controlSessionStore });
   router.service(ResourcesService, resourcesService({ projects, agents: agentDefinitions, prompts, skills, optimizer, runHistory }));
-  router.service(TenantService, tenantService(createTenantTransfer({ storage, users, entries, index, writer, outcomes: outcomeStore, controlSessions: controlSessionStore, core, acl, trustPolicy: config.trustPolicy })));
+  router.service(TenantService, tenantService(createTenantTransfer({ storage, users, entries, index, writer, outcomes: outcomeStore, controlSessions: controlSessionStore, core, acl, retention, trustPolicy: config.trustPolicy })));
   router.service(AdminService, adminService({ storage, dataDir: config.dataDir }));
   // Routes whose logic a later issue builds: registered without an implementation, so they answer
   // UNIMPLEMENTED (HTTP 501) naming the method, never 404.

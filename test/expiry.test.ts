@@ -182,6 +182,100 @@ describe("an expired entry", () => {
   });
 });
 
+describe("thousands of entries expiring at one instant", () => {
+  const run = "mass";
+  const LIVE = 40;
+  const expiringIds = new Set<string>();
+  const liveIds: string[] = [];
+
+  /**
+   * Everything a caller can read of the run. Lists and counts read the same before and after the purge, since expiry
+   * already hid it all; ranked results (`ranked`) may order differently once the purge drops the expired entries' terms
+   * from the lexical index's document frequencies.
+   */
+  async function surfaces(key: string): Promise<{ ranked: Record<string, string[]>; listed: Record<string, unknown> }> {
+    const listed = await activity(key, run);
+    const exported = await ok(rest, EXPORT, { run_id: run }, key);
+    const health = await ok(rest, RPC.memoryHealth, { run_id: run }, key);
+    const evidence = evidenceOf(await ok(rest, RPC.query, { run_id: run, query: "pelican harbour crane schedule", limit: 100 }, key));
+    const recalled = evidenceOf(await ok(rest, RPC.recall, { session_id: run, query: "pelican harbour crane", limit: 100 }, key));
+    const context = await ok(rest, RPC.context, { run_id: run, query: "pelican harbour crane schedule" }, key);
+    const lessons = (await ok(rest, "engram.v2.LearningService/ListLessons", { run_id: run }, key))["lessons"] as JsonObject[];
+    const listing = await runListed(key, run);
+    const ranked = { query: idsOf(evidence), recall: idsOf(recalled), context: (context["sources"] as JsonObject[]).map((s) => String(s["id"])) };
+    return {
+      ranked,
+      listed: {
+        activity: listed.map((e) => String(e["id"])).sort(),
+        totalVisible: (await ok(rest, ACTIVITY, { run_id: run, limit: 1 }, key))["total_visible"],
+        exported: exported["entry_count"],
+        exportedIds: String(exported["content"]).split("\n").filter((l) => l !== "").map((l) => String((JSON.parse(l) as JsonObject)["id"])).sort(),
+        health: [health["entries_inspected"], health["entry_counts"]],
+        ingested: (await ok(rest, RPC.ingestStats, { run_id: run }, key))["total_ingested"],
+        lessons: idsOf(lessons).sort(),
+        listing: listing === undefined ? undefined : [listing["entry_count"], listing["entry_counts"], [...(listing["agent_ids"] as string[])].sort()],
+      },
+    };
+  }
+
+  /** Ranked results hold live entries only, and some. */
+  function expectLive(ranked: Record<string, string[]>): void {
+    for (const [name, ids] of Object.entries(ranked)) {
+      expect(ids.length, name).toBeGreaterThan(0);
+      expect(ids.filter((id) => expiringIds.has(id)), name).toEqual([]);
+    }
+  }
+
+  it("hides them from every read and count at once, and the purge then changes nothing anyone reads", async () => {
+    const words = ["pelican", "harbour", "crane", "schedule"];
+    const text = (i: number, kind: string): string => `${kind} note ${i}: the ${words[i % 4]} ${words[(i + 1) % 4]} ${words[(i + 2) % 4]} shift ${i}.`;
+    // Two batches of 1,000 sharing a TTL each (one expiry time per batch, as a bulk load gives), rules among them,
+    // and lessons written through ingest.
+    for (const batch of [0, 1]) {
+      const items = Array.from({ length: 1000 }, (_, i) => ({ text: text(batch * 1000 + i, "expiring"), ttl_seconds: 300, entry_type: i % 10 === 0 ? "rule" : i % 3 === 0 ? "trace" : "fact" }));
+      const written = await ok(rest, RPC.batchInsert, { run_id: run, items, agent_id: "short-lived", consolidate: false }, alice);
+      expect((written["item_results"] as JsonObject[]).filter((r) => r["success"] !== true).slice(0, 2)).toEqual([]);
+      for (const id of written["entry_ids"] as string[]) expiringIds.add(id);
+    }
+    const lessons = Array.from({ length: 60 }, (_, i) => ({ text: text(i, "lesson"), entry_type: "lesson", ...(i < 50 ? { ttl_seconds: 300 } : {}) }));
+    const lessonIds = await ingestAndWait(rest, alice, run, lessons);
+    lessonIds.slice(0, 50).forEach((id) => expiringIds.add(id));
+    liveIds.push(...lessonIds.slice(50));
+    const kept = await ok(rest, RPC.batchInsert, {
+      run_id: run,
+      items: Array.from({ length: LIVE }, (_, i) => ({ text: text(i, "kept"), entry_type: i % 8 === 0 ? "rule" : "fact" })),
+      agent_id: "keeper",
+      consolidate: false,
+    }, alice);
+    liveIds.push(...(kept["entry_ids"] as string[]));
+    // Bob's entries in a run of the same name: his counts and results are his own throughout.
+    await ok(rest, RPC.batchInsert, { run_id: run, items: Array.from({ length: 300 }, (_, i) => ({ text: text(i, "bob's expiring"), ttl_seconds: 300 })), agent_id: "bob", consolidate: false }, bob);
+    await ok(rest, RPC.batchInsert, { run_id: run, items: Array.from({ length: 10 }, (_, i) => ({ text: text(i, "bob's kept") })), agent_id: "bob", consolidate: false }, bob);
+    expect(expiringIds.size).toBe(2050);
+    expect((await ok(rest, ACTIVITY, { run_id: run, limit: 1 }, alice))["total_visible"]).toBe(2050 + LIVE + 10);
+
+    advance(301);
+    const { ranked, listed: hidden } = await surfaces(alice);
+    expectLive(ranked);
+    expect(hidden["activity"]).toEqual([...liveIds].sort());
+    expect(hidden["exportedIds"]).toEqual([...liveIds].sort());
+    const counts = { fact: 35, rule: 5, lesson: 10 };
+    expect(hidden).toMatchObject({ totalVisible: LIVE + 10, exported: LIVE + 10, ingested: LIVE + 10, health: [LIVE + 10, counts], listing: [LIVE + 10, counts, ["keeper"]] });
+    // Lessons and rules: the ten kept lessons and the kept batch's rules (every eighth item).
+    const keptRules = (kept["entry_ids"] as string[]).filter((_, i) => i % 8 === 0);
+    expect(hidden["lessons"]).toEqual([...lessonIds.slice(50), ...keptRules].sort());
+    const bobs = await surfaces(bob);
+    expect(bobs.listed).toMatchObject({ totalVisible: 10, exported: 10, ingested: 10, listing: [10, { fact: 10 }, ["bob"]] });
+    expect(bobs.ranked["query"]).toHaveLength(10);
+
+    expect(await server.engram.testHooks.expirySweep()).toBe(2350);
+    const purged = await surfaces(alice);
+    expectLive(purged.ranked);
+    expect(purged.listed).toEqual(hidden);
+    expect((await surfaces(bob)).listed).toEqual(bobs.listed);
+  });
+});
+
 describe("expired knowledge", () => {
   it("leaves the context's rules and lessons, the lessons listing and the tenant export", async () => {
     const run = "knowledge";

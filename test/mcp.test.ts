@@ -18,6 +18,7 @@ const TOOL_NAMES = [
   "context",
   "archive",
   "dereference",
+  "forget",
   "reflect",
   "record_outcome",
   "record_step_outcome",
@@ -130,7 +131,7 @@ describe.each(CONNECTIONS)("over $label", ({ label, connect }) => {
     client = await connect(await createUser(server.baseUrl, server.adminKey, `mcp-${label.replace(/\W+/g, "-")}`));
   });
 
-  it("lists the eleven tools with descriptions, JSON schemas from the protos and read-only hints", async () => {
+  it("lists the twelve tools with descriptions, JSON schemas from the protos and read-only and destructive hints", async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
     for (const tool of tools) {
@@ -143,6 +144,10 @@ describe.each(CONNECTIONS)("over $label", ({ label, connect }) => {
     expect(Object.keys(remember?.inputSchema.properties ?? {})).toEqual(expect.arrayContaining(["session_id", "content", "intent"]));
     expect(remember?.annotations?.readOnlyHint).toBe(false);
     expect(tools.find((t) => t.name === "recall")?.annotations?.readOnlyHint).toBe(true);
+    expect(remember?.annotations?.destructiveHint).toBe(false);
+    const forget = tools.find((t) => t.name === "forget");
+    expect(forget?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    expect(Object.keys(forget?.inputSchema.properties ?? {})).toEqual(expect.arrayContaining(["query", "run_ids", "entry_types", "dry_run", "preview_token"]));
   });
 
   it("remembers, then recalls and assembles context from what it remembered", async () => {
@@ -202,6 +207,32 @@ describe.each(CONNECTIONS)("over $label", ({ label, connect }) => {
     expect((forCoder["pending_handoffs"] as Json[]).map((h) => h["handoff_id"])).toContain(handoff["handoff_id"]);
   });
 
+  it("forgets a subject in two calls: a preview that erases nothing, then exactly what it listed", async () => {
+    const forgetRun = `${run}-forget`;
+    const janes = [
+      (await ok(client, "remember", { session_id: forgetRun, content: "Jane Roe prefers invoices by post." }))["entry_id"],
+      (await ok(client, "remember", { session_id: forgetRun, content: "Call Jane Roe after the quarterly audit." }))["entry_id"],
+    ];
+    const kept = (await ok(client, "remember", { session_id: forgetRun, content: "Invoices go out on the first of the month." }))["entry_id"];
+    const recalled = async (): Promise<unknown[]> => ((await ok(client, "recall", { session_id: forgetRun, query: "Jane Roe invoices audit", limit: 10 }))["evidence"] as Json[]).map((e) => e["id"]);
+
+    const preview = await ok(client, "forget", { query: "Jane Roe", run_ids: [forgetRun] });
+    expect(preview).toMatchObject({ dry_run: true, matched: 2 });
+    expect((preview["sample"] as Json[]).map((m) => m["id"]).sort()).toEqual([...janes].sort());
+    expect(preview["preview_token"]).toMatch(/\S/);
+    // A preview erases nothing.
+    expect(await recalled()).toEqual(expect.arrayContaining([...janes, kept]));
+
+    expect(await toolError(client, "forget", { query: "Jane Roe", run_ids: [forgetRun], dry_run: false })).toMatch(/^invalid_argument: .*preview_token/);
+    const erased = await ok(client, "forget", { query: "Jane Roe", run_ids: [forgetRun], dry_run: false, preview_token: preview["preview_token"] });
+    expect(erased).toMatchObject({ dry_run: false, matched: 2, erased: { entries: 2, fact: 2 } });
+    expect(erased["receipt_id"]).toMatch(/^fgt_/);
+    expect(await recalled()).toEqual([kept]);
+    // The token named what is gone now: refused, nothing more erased.
+    expect(await toolError(client, "forget", { query: "Jane Roe", run_ids: [forgetRun], dry_run: false, preview_token: preview["preview_token"] })).toMatch(/^aborted: /);
+    expect(await recalled()).toEqual([kept]);
+  });
+
   it("lists the run's resources and reads its lessons and recent activity", async () => {
     const { resourceTemplates } = await client.listResourceTemplates();
     expect(resourceTemplates.map((t) => t.uriTemplate).sort()).toEqual(["engram://runs/{run_id}/activity", "engram://runs/{run_id}/lessons"]);
@@ -253,6 +284,8 @@ describe("isolation", () => {
     const recalled = await ok(other, "recall", { session_id: run, query: "private note launch code" });
     expect(recalled["evidence"]).toEqual([]);
     expect((await ok(other, "list_lessons", { run_id: run }))["lessons"]).toEqual([]);
+    // Forget reads only the caller's own entries: nothing of alice's matches for bob.
+    expect(await ok(other, "forget", { query: "private note launch code" })).toMatchObject({ matched: 0, sample: [] });
     expect((await other.listResources()).resources.map((r) => r.uri)).not.toContain(`engram://runs/${run}/lessons`);
   });
 });

@@ -124,7 +124,18 @@ async function check(verb: string, template: string, options: { params?: Record<
   const value = mediaType === "application/json" ? (JSON.parse(text) as Json) : text;
   const validate = validatorAt(pointer as string);
   expect(validate(value), `${label}: ${JSON.stringify(validate.errors)}\n${text.slice(0, 500)}`).toBe(true);
+  if (response.status < 300) expectCostHeader(template, verb, label, response.headers.get("engram-cost"));
   return { status: response.status, json: typeof value === "object" && value !== null && !Array.isArray(value) ? value : {} };
+}
+
+/** A success carries the engram-cost header exactly when its route documents it, and in the documented form. */
+function expectCostHeader(template: string, verb: string, label: string, value: string | null): void {
+  const success = object(object(operationOf(template, verb)["responses"], "responses")["200"], `${label} 200`);
+  const declared = (success["headers"] as JsonObject | undefined)?.["engram-cost"] !== undefined;
+  expect(value !== null, `${label}: engram-cost ${value === null ? "missing" : "sent"} but ${declared ? "documented" : "not documented"}`).toBe(declared);
+  if (value === null) return;
+  const header = object(object(object(doc["components"], "components")["headers"], "headers")["EngramCost"], "EngramCost");
+  expect(value, label).toMatch(new RegExp(String(object(header["schema"], "schema")["pattern"])));
 }
 
 /** As check, and the call must succeed. */
@@ -195,6 +206,30 @@ describe("the document", () => {
     expect(Object.keys(responses)).toEqual(["200", "400", "401", "403", "404", "409", "413", "429", "5XX"]);
     expect(responses["400"]).toEqual({ $ref: "#/components/responses/BadRequest" });
     expect(object(operationOf("/v2/control/events/subscribe", "GET")["responses"], "responses")["200"]).toMatchObject({ content: { "text/event-stream": {} } });
+  });
+
+  it("declares the engram-cost header on the answer of every authenticated unary route, and of no probe or stream", () => {
+    const header = object(object(object(doc["components"], "components")["headers"], "headers")["EngramCost"], "EngramCost");
+    expect(object(header["schema"], "schema")).toMatchObject({ type: "string" });
+    expect(String(header["description"])).toContain("provider");
+    const withCost: string[] = [];
+    for (const [template, item] of Object.entries(object(doc["paths"], "paths"))) {
+      for (const [verb, op] of Object.entries(object(item, template))) {
+        const operation = object(op, `${verb} ${template}`);
+        const success = (operation["responses"] as JsonObject)["200"] as JsonObject | undefined;
+        if (success === undefined) continue;
+        const label = `${verb.toUpperCase()} ${template}`;
+        const declared = (success["headers"] as JsonObject | undefined)?.["engram-cost"];
+        const isPublic = Array.isArray(operation["security"]) && operation["security"].length === 0;
+        const isStream = "text/event-stream" in object(success["content"], label);
+        if (isPublic || isStream) expect(declared, label).toBeUndefined();
+        else {
+          expect(declared, label).toEqual({ $ref: "#/components/headers/EngramCost" });
+          withCost.push(label);
+        }
+      }
+    }
+    expect(withCost).toEqual(expect.arrayContaining(["POST /v2/control/query", "POST /v2/control/remember", "POST /v2/control/forget", "POST /v2/control/retention/set"]));
   });
 
   it("answers 405 to other methods, with the error body", async () => {

@@ -73,6 +73,9 @@ const R = {
   readPad: "engram.v2.CoreService/ReadScratchpad",
   grant: "engram.v2.CoreService/GrantPermission",
   check: "engram.v2.CoreService/CheckPermission",
+  setRetention: "engram.v2.RunsService/SetRetentionPolicy",
+  getRetention: "engram.v2.RunsService/GetRetentionPolicy",
+  clearRetention: "engram.v2.RunsService/ClearRetentionPolicy",
 } as const;
 
 /** A vector of the hashed embedder's dimension, as a caller would send one. */
@@ -178,6 +181,10 @@ async function seed(c: Caller, key: string, reader: string): Promise<{ nodeIds: 
   await ok(c, R.closeSession, { session_id: "sess-closed" }, key);
   await ok(c, R.createSession, { run_id: "sess-open", agent_id: "coder", description: "hotfix" }, key);
   await ok(c, RPC.remember, { session_id: "sess-open", content: "The hotfix touches the refund path." }, key);
+  // Retention policies of every scope, long enough that nothing seeded expires: entries show their limits.
+  await ok(c, R.setRetention, { policy: { rules: [{ entry_type: "trace", max_age_seconds: 3650 * DAY }] } }, key);
+  await ok(c, R.setRetention, { project_id: projectId, policy: { rules: [{ entry_type: "working_memory", max_age_seconds: 1000 * DAY }, { entry_type: "fact", max_age_seconds: 2000 * DAY }] } }, key);
+  await ok(c, R.setRetention, { run_id: "beta", policy: { rules: [{ entry_type: "fact", max_age_seconds: 3000 * DAY }] } }, key);
 
   await ok(c, R.setVariable, { run_id: "alpha", name: "release", value_json: '{"version":"2.4.1"}', source: "explicit" }, key);
   await ok(c, R.setVariable, { run_id: "alpha", name: "attempts", value_json: "3" }, key);
@@ -296,7 +303,7 @@ describe("export and import", () => {
     const header = JSON.parse(lines[0] as string) as JsonObject;
     expect(header).toMatchObject({ kind: "header", format: "engram-export", version: 1 });
     const kinds = lines.slice(1).map((l) => String((JSON.parse(l) as JsonObject)["kind"]));
-    for (const kind of ["project", "agent_definition", "prompt_version", "prompt_head", "skill", "skill_version", "entry", "outcome", "step_outcome", "agent", "handoff", "run_link", "control_session", "variable", "concept", "goal", "action", "cycle", "core_node", "scratchpad", "grant"]) {
+    for (const kind of ["project", "agent_definition", "prompt_version", "prompt_head", "skill", "skill_version", "entry", "outcome", "step_outcome", "agent", "handoff", "run_link", "control_session", "retention_policy", "variable", "concept", "goal", "action", "cycle", "core_node", "scratchpad", "grant"]) {
       expect(kinds, kind).toContain(kind);
       expect(exportSummary.exported[kind], kind).toBe(kinds.filter((k) => k === kind).length);
     }
@@ -368,6 +375,8 @@ describe("export and import", () => {
     await same(R.handoffs, alpha);
     await same(R.getSession, { session_id: "sess-closed" });
     await same(R.getSession, { session_id: "sess-open" });
+    // Retention policies, the project's under the project's new id.
+    for (const scope of [{}, { project_id: project }, { run_id: "beta" }] as JsonObject[]) expect((await same(R.getRetention, scope))["policy"], JSON.stringify(scope)).toBeDefined();
 
     // Planning: variables keep their values (their versions are the importing server's), concepts, goals, log.
     await same(R.variables, alpha, ["version"]);
@@ -515,6 +524,37 @@ describe("import refusals", () => {
     const again = await ok(cb, R.importTenant, { lines: all }, key);
     expect(again["imported"]).toEqual({});
     expect(again["unchanged"]).toEqual(first["imported"]);
+  });
+
+  it("imports retention policies whole or not at all, refuses one that contradicts the caller's, and applies them at once", async () => {
+    const source = await createUser(a.baseUrl, a.adminKey, "policy-source");
+    await ingestAndWait(ca, source, "kept-a-day", [{ text: "A fact written long ago." }]);
+    await ok(ca, R.setRetention, { run_id: "kept-a-day", policy: { rules: [{ entry_type: "fact", max_age_seconds: DAY }] } }, source);
+    const exported = (await exportTenantLines(ca, source)).map((l) => JSON.parse(l) as { kind: string; record: JsonObject });
+    const policyLine = exported.find((l) => l.kind === "retention_policy") as { kind: string; id: string; record: JsonObject };
+    expect(policyLine).toMatchObject({ id: '["run","kept-a-day"]', record: { scope: "run", scopeId: "kept-a-day", rules: [{ entryType: "fact", maxAgeSeconds: DAY }] } });
+    // The entry as if written in 2024: the day its run keeps facts is long over.
+    const entry = exported.find((l) => l.kind === "entry") as { record: JsonObject };
+    const oldEntry = JSON.stringify({ ...entry, record: { ...entry.record, createdAt: T0 * 1000, updatedAt: T0 * 1000 } });
+    const policy = JSON.stringify(policyLine);
+    const listed = async (): Promise<JsonObject[]> => (await ok(cb, R.activity, { run_id: "kept-a-day" }, key))["entries"] as JsonObject[];
+
+    await refused([oldEntry, policy, JSON.stringify({ kind: "spaceship", id: "x", record: {} })], "lines[2].kind");
+    await refused([JSON.stringify({ ...policyLine, record: { ...policyLine.record, rules: [{ entryType: "fact", maxAgeSeconds: 0 }] } })], "lines[0].record.rules[0].maxAgeSeconds");
+    await refused([JSON.stringify({ ...policyLine, record: { ...policyLine.record, scope: "planet" } })], "lines[0].record.scope");
+    // The caller's own policy of the run says otherwise: refused, naming the line; the caller clears it to import.
+    await ok(cb, R.setRetention, { run_id: "kept-a-day", policy: { rules: [{ entry_type: "fact", max_age_seconds: 2 * DAY }] } }, key);
+    await refused([oldEntry, policy], "lines[1].record.rules", "already_exists", 409);
+    await ok(cb, R.clearRetention, { run_id: "kept-a-day" }, key);
+    expect(await ok(cb, R.getRetention, { run_id: "kept-a-day" }, key)).not.toHaveProperty("policy");
+
+    // The entry first: visible, nothing limits its run yet; then the policy, which expires it at once.
+    expect((await ok(cb, R.importTenant, { lines: [oldEntry] }, key))["imported"]).toEqual({ entry: 1 });
+    expect(await listed()).toHaveLength(1);
+    expect((await ok(cb, R.importTenant, { lines: [oldEntry, policy] }, key))["imported"]).toEqual({ retention_policy: 1 });
+    expect(await listed()).toEqual([]);
+    expect(await ok(cb, R.getRetention, { run_id: "kept-a-day" }, key)).toMatchObject({ policy: { rules: [{ entry_type: "fact", max_age_seconds: String(DAY) }] } });
+    expect(await ok(cb, R.importTenant, { lines: [oldEntry, policy] }, key)).toMatchObject({ imported: {}, unchanged: { entry: 1, retention_policy: 1 } });
   });
 });
 

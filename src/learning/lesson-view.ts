@@ -56,6 +56,8 @@ const WIRE_NAMES: Readonly<Record<string, string>> = {
   validationStatus: "validation_status",
   lineageReview: "lineage_review",
   metadataJson: "metadata_json",
+  entryType: "entry_type",
+  lessonType: "lesson_type",
 };
 
 /** The request's name of a record field, as change lists and audit trails show it. */

@@ -83,6 +83,6 @@ export function toolDefinition(tool: McpTool): Tool {
     // The JSON it answers (a result's structuredContent, which clients check): the shape only, since the comments of
     // every response field would double what a client puts in its model's context for each tool.
     outputSchema: objectSchema(inlineMessageSchema(tool.method.output, { direction: "response" })),
-    annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, openWorldHint: false },
+    annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: tool.destructive, openWorldHint: false },
   };
 }

@@ -18,6 +18,8 @@ interface ToolSpec<I extends DescMessage, O extends DescMessage> {
   readonly method: DescMethodUnary<I, O>;
   /** True when the call changes nothing (MCP's `readOnlyHint`). */
   readonly readOnly: boolean;
+  /** True when the call may erase what it cannot bring back (MCP's `destructiveHint`); false unless said. */
+  readonly destructive?: boolean;
   readonly call: (client: EngramClient, request: MessageShape<I>, options: CallOptions) => Promise<MessageShape<O>>;
 }
 
@@ -28,6 +30,7 @@ export interface McpTool {
   readonly description: string;
   readonly method: DescMethodUnary;
   readonly readOnly: boolean;
+  readonly destructive: boolean;
   /** Decodes `args` (a clear INVALID_ARGUMENT when they do not fit the request), calls the RPC, encodes the answer. */
   readonly invoke: (client: EngramClient, args: JsonObject, options: CallOptions) => Promise<JsonObject>;
 }
@@ -37,6 +40,7 @@ function tool<I extends DescMessage, O extends DescMessage>(spec: ToolSpec<I, O>
   const { call, ...rest } = spec;
   return {
     ...rest,
+    destructive: spec.destructive ?? false,
     invoke: async (client, args, options) => responseJson(spec.method.output, await call(client, requestOf(spec.method.input, args), options)),
   };
 }
@@ -100,6 +104,21 @@ export const MCP_TOOLS: readonly McpTool[] = [
     method: MemoryService.method.dereference,
     readOnly: true,
     call: (client, request, options) => client.memory.dereference(request, options),
+  }),
+  tool({
+    name: "forget",
+    title: "Forget a subject",
+    description:
+      "Erase every entry of yours whose text holds all the words of `query` (a person's name, an identifier, a topic), " +
+      "in two calls. First call it as is (dry_run defaults to true): nothing is erased, and you get `matched`, a sample " +
+      "of the entries and a preview_token. Check the sample, then call again with the same query, run_ids and " +
+      "entry_types, dry_run false and that preview_token: exactly the previewed entries are erased for good and you get " +
+      "a receipt (erased counts by entry type, receipt_id). If your memory changed in between the erasure is refused " +
+      "(aborted): preview again. Narrow with run_ids and entry_types. Required: query.",
+    method: MemoryService.method.forget,
+    readOnly: false,
+    destructive: true,
+    call: (client, request, options) => client.memory.forget(request, options),
   }),
   tool({
     name: "reflect",

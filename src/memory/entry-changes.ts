@@ -4,7 +4,11 @@
 import type { EventBus } from "../events/event-bus.js";
 import type { Storage } from "../storage/database.js";
 import type { ChangeAttribution, DeletedEntry, EntryPatch, EntryRecord, EntryStore, Reindex, UpdatedEntry } from "../storage/entry-store.js";
+import type { EntryAuditEvent } from "../storage/entry-record.js";
 import type { MemoryIndex } from "./memory-index.js";
+
+/** Turns a requested patch into the one stored, from the entry as it is inside the write transaction. */
+export type EntryEditor = (current: EntryRecord, requested: EntryPatch, at: number, agentId: string) => { readonly patch: EntryPatch; readonly audit: readonly EntryAuditEvent[] };
 
 export class EntryChanges {
   readonly #storage: Storage;
@@ -19,8 +23,12 @@ export class EntryChanges {
     this.#events = events;
   }
 
-  /** Changes an entry; a new content is re-embedded and re-indexed. Undefined when the entry does not exist. */
-  async update(seq: number, patch: EntryPatch, by: ChangeAttribution): Promise<UpdatedEntry | undefined> {
+  /**
+   * Changes an entry; a new content is re-embedded and re-indexed. `edit`, when given, turns the requested patch into
+   * the one stored (and audit events to add), from the entry as the write transaction reads it (see
+   * learning/lesson-edit.ts). Undefined when the entry does not exist.
+   */
+  async update(seq: number, patch: EntryPatch, by: ChangeAttribution, edit?: EntryEditor): Promise<UpdatedEntry | undefined> {
     const current = this.#entries.get(seq);
     if (current === undefined) return undefined;
     let reindex: Reindex | undefined;
@@ -28,7 +36,14 @@ export class EntryChanges {
       // A lesson keeps being found by its situations under its new wording.
       reindex = await this.#index.reindexOf({ ...current, content: patch.content, metadataJson: patch.metadataJson ?? current.metadataJson });
     }
-    const updated = await this.#storage.transaction(() => this.#entries.updateInTransaction(seq, patch, by, reindex));
+    const updated = await this.#storage.transaction(() => {
+      if (edit === undefined) return this.#entries.updateInTransaction(seq, patch, by, reindex);
+      const now = this.#entries.expiry.now();
+      const before = this.#entries.get(seq);
+      if (before === undefined) return undefined;
+      const edited = edit(before, patch, now, by.agentId);
+      return this.#entries.updateInTransaction(seq, edited.patch, by, reindex, now, edited.audit);
+    });
     if (updated === undefined || updated.after === updated.before) return updated;
     this.#index.indexUpdated(updated, reindex);
     if (updated.changed.length === 0) return updated;

@@ -20,7 +20,7 @@ export function isUntrustedKnowledge(entry: Pick<EntryRecord, "entryType" | "pro
  * of type `rule` an observation, and the `global` scope the run's own (`run`). Other entries, and trusted knowledge,
  * are returned as they are.
  */
-export function guardedKnowledge(entry: NewEntry): NewEntry {
+export function guardedKnowledge<T extends Pick<NewEntry, "entryType" | "lessonType" | "lessonScope" | "provenance" | "flags">>(entry: T): T {
   if (!isUntrustedKnowledge(entry)) return entry;
   return {
     ...entry,

@@ -8,6 +8,7 @@ import type { EntryStore } from "../storage/entry-store.js";
 import { inWriteScope } from "../storage/write-scope.js";
 import type { EntryChanges } from "./entry-changes.js";
 import type { MemoryIndex } from "./memory-index.js";
+import { TimeSlicer } from "./scan.js";
 
 /** Entries removed per transaction: as run deletion's purge, so one slice never holds the event loop for long. */
 const PURGE_SLICE = 32;
@@ -72,16 +73,29 @@ export class ExpiryPurge {
 
   async #sweep(): Promise<number> {
     const { entries, index, worksFor } = this.#deps;
-    // Entries whose time came since the last read leave the catalog first.
+    // Entries whose time came since the last read are counted out first.
     index.catalog.expireDue();
     const byOwner = new Map<number, number[]>();
-    let looked = 0;
-    for (const seq of entries.expiry.pending()) {
-      if (++looked > SWEEP_LIMIT) break;
+    const add = (owner: number, seq: number): void => {
+      if (worksFor(owner)) (byOwner.get(owner) ?? byOwner.set(owner, []).get(owner))?.push(seq);
+    };
+    // Entries the catalog never held (expired before start-up): a record read each tells their owner and whether they
+    // are still there. Those it holds: their owner and run are in its columns.
+    const slicer = new TimeSlicer();
+    for (const seq of entries.expiry.unheld(SWEEP_LIMIT)) {
+      const pause = slicer.tick();
+      if (pause !== undefined) await pause;
+      if (this.#stopped) return 0;
       const owner = entries.ownerOfStored(seq);
       // Gone already (removed on another node, or its run's purge took it): nothing left to hide.
       if (owner === undefined) entries.expiry.purged(seq);
-      else if (worksFor(owner)) (byOwner.get(owner) ?? byOwner.set(owner, []).get(owner))?.push(seq);
+      else add(owner, seq);
+    }
+    const { catalog } = index;
+    for (const seq of catalog.expiredSeqs(SWEEP_LIMIT)) {
+      const owner = catalog.ownerOf(seq);
+      // A deleted run's purge removes its entries, expired or not.
+      if (!entries.inDeletedRun(owner, catalog.runOf(seq), seq)) add(owner, seq);
     }
     let removed = 0;
     for (const [owner, seqs] of byOwner) {

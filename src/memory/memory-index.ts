@@ -17,6 +17,7 @@ import { LessonSituationIndex } from "../retrieval/lesson-situation-index.js";
 import { termFrequencies } from "../retrieval/text.js";
 import type { SpaceVector } from "../storage/vector-space-store.js";
 import { VectorSpaces } from "./vector-spaces.js";
+import { SLICE_MS } from "./scan.js";
 import type { RetentionScope } from "../storage/retention-store.js";
 
 const EMBEDDER_META_KEY = "embedder_id";
@@ -43,12 +44,15 @@ export class MemoryIndex {
   readonly #logger: Logger;
   /** Where a clean shutdown leaves the lexical index for the next start-up. */
   readonly #snapshotFile: string;
+  /** Whether a background pass filters lists of expired entries (see #tidySoon). */
+  #tidying = false;
 
   constructor(storage: Storage, entries: EntryStore, embedder: Embedder, logger: Logger) {
     this.#storage = storage;
     this.#entries = entries;
     // One clock and one set of policies for the store's lookups and the catalog's candidates.
     this.catalog.useExpiry(entries.expiry);
+    this.catalog.onStale(() => this.#tidySoon());
     this.embedder = embedder;
     this.#logger = logger;
     this.#snapshotFile = path.join(path.dirname(storage.dir), "sparse-postings.snapshot");
@@ -57,6 +61,23 @@ export class MemoryIndex {
     this.situations = new SituationVectors(embedder);
     this.catalog.observe(this.lessonSituations);
     this.search = new SearchEngine(entries, this.catalog, this.sparse, this.dense, this.situations, this.lessonSituations);
+  }
+
+  /**
+   * Lists that an expiry left holding expired entries are filtered in the background, a few milliseconds at a time,
+   * so that reads find them clean (a read of one that is not yet filters that one list itself).
+   */
+  #tidySoon(): void {
+    if (this.#tidying) return;
+    this.#tidying = true;
+    const step = (): void => {
+      const started = performance.now();
+      let more = true;
+      while (more && performance.now() - started < SLICE_MS) more = this.catalog.tidy();
+      if (more) setImmediate(step);
+      else this.#tidying = false;
+    };
+    setImmediate(step);
   }
 
   /** Embeds what has no caller vector and computes postings: everything a write needs besides the record. */
@@ -180,6 +201,8 @@ export class MemoryIndex {
 
   /** The purge removed a hidden entry from LMDB: drop what the indexes still hold of it. */
   forgetHidden(seq: number, owner: number, termFreqs: ReadonlyMap<string, number>): void {
+    // A run's purge also removes its entries that had expired before the run was deleted: the catalog held their rows.
+    this.catalog.remove(seq);
     this.#entries.expiry.purged(seq);
     this.sparse.remove(seq, termFreqs);
     this.dense.remove(seq);

@@ -7,6 +7,7 @@ import { PUBLIC_SERVICES } from "../transport/interceptors/auth.js";
 import { SchemaComponents, scalarSchema, type JsonSchema } from "../protocol/message-json-schema.js";
 import type { CommentedDesc } from "../protocol/proto-comments.js";
 import { ERROR_SCHEMA_NAME, errorResponseComponents, errorResponseRefs, errorSchema, type ErrorResponseName } from "./error-responses.js";
+import { COST_HEADER, ZERO_COST, costHeaderValue } from "../platform/cost-meter.js";
 
 export const SECURITY_SCHEME_NAME = "apiKey";
 
@@ -33,6 +34,22 @@ const INTRODUCTION = [
   "- **Errors**: every error answer has the body `Error` (`code`, `message`, `details`); the HTTP status follows from `code`.",
   "- **Streams**: server-streaming routes answer `text/event-stream`, one `data:` line of JSON per message.",
 ].join("\n");
+
+/** The `components.headers` name of the provider cost header. */
+const COST_HEADER_NAME = "EngramCost";
+
+/** The cost header as the cost interceptor writes it: its pattern is the writer's own answer for no cost, digits free. */
+function costHeader(): JsonObject {
+  const none = costHeaderValue(ZERO_COST);
+  return {
+    description:
+      "What the call spent on external providers (the LLM and the embeddings endpoint), as an RFC 8941 dictionary of integers, " +
+      "every member always present: calls, input and output tokens, and milliseconds spent waiting. All zero when no provider " +
+      "was called (the embedded embedder and no LLM). Error answers of these routes carry it too once the key was accepted " +
+      '(not 401, nor a 429 of the per-key rate limit). See README, "What each call cost".',
+    schema: { type: "string", pattern: `^${none.replace(/=0/g, "=\\d+")}$`, examples: [none] },
+  };
+}
 
 /** The first sentence of a comment, for an operation's summary. */
 function firstSentence(text: string): string {
@@ -117,7 +134,9 @@ class DocumentBuilder {
     if (!isPublic) errors.push("Unauthenticated");
     if (readsBody && !removed) errors.push("PayloadTooLarge");
     errors.push("ServerError");
-    const success = this.#success(binding);
+    // Every authenticated unary call answers what it spent (transport/interceptors/cost.ts); streams and probes do not.
+    const metered = !isPublic && method.methodKind === "unary";
+    const success = metered ? { ...this.#success(binding), headers: { [COST_HEADER]: { $ref: `#/components/headers/${COST_HEADER_NAME}` } } } : this.#success(binding);
     const responses: JsonObject = { ...(removed ? {} : { "200": success }), ...errorResponseRefs(errors) };
     for (const status of MESSAGE_STATUSES[rpcName(method)] ?? []) responses[status] = success;
     operation["responses"] = sortedByStatus(responses);
@@ -257,6 +276,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
     components: {
       schemas: builder.schemas,
       responses: errorResponseComponents(),
+      headers: { [COST_HEADER_NAME]: costHeader() },
       securitySchemes: {
         [SECURITY_SCHEME_NAME]: {
           type: "http",

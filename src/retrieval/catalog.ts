@@ -2,10 +2,10 @@
 // LMDB. Derived data: loaded from the entries database at start-up and kept current by every write.
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 import { ENTRY_TYPES, IMPORTANCE_LEVELS, isStaleRecord } from "../storage/entry-store.js";
-import { PAGE_MASK, SeqPages, type Page } from "./seq-pages.js";
+import { PAGE_MASK, PAGE_SHIFT, SeqPages, type Page } from "./seq-pages.js";
 import { ORIGINS, type Origin, type Trust } from "../storage/provenance.js";
 import type { EntryExpiry } from "../storage/entry-expiry.js";
-import { ExpiryQueue } from "./expiry-queue.js";
+import { ExpiryLedger, type GroupTotal } from "./expiry-ledger.js";
 import { evidenceTrust } from "../memory/evidence-trust.js";
 
 const FLAG_PRESENT = 1;
@@ -57,9 +57,9 @@ function increment<K>(counts: Map<K, number>, key: K): void {
   counts.set(key, (counts.get(key) ?? 0) + 1);
 }
 
-/** Takes one from a count kept in a map, dropping the key at zero. */
-function decrement<K>(counts: Map<K, number>, key: K): void {
-  const next = (counts.get(key) ?? 0) - 1;
+/** Takes `by` (one unless said) from a count kept in a map, dropping the key at zero. */
+function decrement<K>(counts: Map<K, number>, key: K, by = 1): void {
+  const next = (counts.get(key) ?? 0) - by;
   if (next > 0) counts.set(key, next);
   else counts.delete(key);
 }
@@ -113,6 +113,8 @@ interface ColumnsPage extends Page {
   readonly created: Float64Array;
   readonly termCount: Int32Array;
   readonly author: Int32Array;
+  /** The agent that wrote the entry (interned): what an expiry group needs to tell run listings whose count drops. */
+  readonly agent: Int32Array;
   /** What outcomes taught, as one ranking weight (see learnedWeight). */
   readonly learned: Float32Array;
   /** Origin and trust (see PROVENANCE_UNTRUSTED). */
@@ -139,6 +141,7 @@ function columnsPage(): ColumnsPage {
     created: new Float64Array(ROWS),
     termCount: new Int32Array(ROWS),
     author: new Int32Array(ROWS),
+    agent: new Int32Array(ROWS),
     learned: new Float32Array(ROWS),
     provenance: new Uint8Array(ROWS),
     ownExpiry: new Float64Array(ROWS),
@@ -195,10 +198,36 @@ export interface DocumentStats {
   readonly averageTermCount: number;
 }
 
+/** Entries that expired together and had the same owner, run, type and agent. */
+export interface ExpiredGroup {
+  readonly owner: number;
+  readonly runId: string;
+  readonly entryType: EntryType;
+  readonly agentId: string;
+  readonly count: number;
+}
+
 /** Told of every entry the catalog gains or loses (start-up load included): derived per-run views such as run listings. */
 export interface CatalogObserver {
   added(record: EntryRecord): void;
+  /** A present entry left (a delete, an update's old copy, a run's deletion). */
   removed(seq: number, owner: number, runId: string, entryType: EntryType): void;
+  /** Entries expired: they leave every count now, their rows stay until their purge (`released`). */
+  expired(group: ExpiredGroup): void;
+  /** An expired entry's row was dropped (its purge): nothing of it needs keeping. */
+  released(seq: number): void;
+}
+
+/** What one expiry group's entries share (see ExpiryLedger): enough to take them out of every count at once. */
+interface GroupFacts {
+  readonly key: string;
+  readonly owner: number;
+  readonly runId: string;
+  readonly typeIndex: number;
+  readonly author: number;
+  readonly agentId: string;
+  readonly knowledge: boolean;
+  readonly globalLesson: boolean;
 }
 
 /**
@@ -230,8 +259,31 @@ export class Catalog {
   readonly #observers: CatalogObserver[] = [];
   /** Judges expiry; undefined (catalogs built outside a server) leaves every entry unexpired. */
   #expiry: EntryExpiry | undefined;
-  /** When present entries expire, earliest first: `expireDue` pops what is due instead of scanning. */
-  readonly #due = new ExpiryQueue();
+  /**
+   * The memory's clock when the catalog last caught up with it (never moving back): a present entry whose expiry is
+   * at or before it is expired, has left every count, and awaits its purge; every later one is in `#ledger`.
+   */
+  #settledTo = 0;
+  /** When present entries expire, by group: `expireDue` takes what is due without visiting each entry. */
+  readonly #ledger = new ExpiryLedger();
+  readonly #groupIds = new Map<string, number>();
+  readonly #groups: (GroupFacts | undefined)[] = [];
+  /** Entries in the ledger by group: a group none is left in is forgotten and its id reused. */
+  readonly #groupRefs: number[] = [];
+  readonly #freeGroups: number[] = [];
+  #onStale: (() => void) | undefined;
+  /** Seqs of expired entries still holding their rows, as the ledger handed them out: the purge's work list. */
+  #expired: number[][] = [];
+  /**
+   * Lists that may still hold expired entries, by the map they are in: an expiry takes its entries out of the counts
+   * at once and out of a list when the list is next read (one pass over it), so that no read pays for every list.
+   */
+  readonly #stale = new Map<Map<unknown, number[]>, Set<unknown>>([
+    [this.#byScope, new Set()],
+    [this.#knowledge, new Set()],
+    [this.#globalLessons, new Set()],
+    [this.#lessonsByOwner, new Set()],
+  ]);
 
   /**
    * Judges expiry with this clock and these policies: an entry that is expired is never added (it awaits its purge),
@@ -239,70 +291,266 @@ export class Catalog {
    */
   useExpiry(expiry: EntryExpiry): void {
     this.#expiry = expiry;
-    expiry.settleWith(() => this.expireDue());
+    expiry.settleWith(this);
   }
 
   /**
-   * Hides the entries whose time has come: each leaves every scope, list and statistic (run listings' counts too, via
-   * the observers) and is handed to the purge. Every list and statistic reader calls this first, so what is expired
-   * is never read; when nothing is due it costs a clock read and a comparison.
+   * Catches up with the clock: the entries whose time has come leave every count and statistic at once (run
+   * listings' too, via the observers), whole groups at a time, and every read of a list, scope or filter from then on
+   * skips them; their rows stay until the purge removes them. Every list and statistic reader calls this first, so
+   * what is expired is never read. Costs a clock read when nothing is due, and a step per group of each 256 entries
+   * due otherwise, however many expire at once.
    */
   expireDue(): void {
     const expiry = this.#expiry;
-    if (expiry === undefined || this.#due.size === 0) return;
-    const now = expiry.now();
-    if (this.#due.peekAt() > now) return;
-    const due: number[] = [];
-    while (this.#due.size > 0) {
-      const at = this.#due.peekAt();
-      if (at > now) break;
-      const seq = this.#due.pop();
-      const page = this.#columns.page(seq);
-      // A stale item: the entry left, or its expiry changed since it was queued.
-      if (page === undefined || !this.has(seq) || page.expiry[seq & PAGE_MASK] !== at) continue;
-      due.push(seq);
-    }
-    for (const seq of due) expiry.hide(seq);
-    this.removeAll(due);
+    if (expiry === undefined) return;
+    const now = Math.max(expiry.now(), this.#settledTo);
+    this.#settledTo = now;
+    if (this.#ledger.peekAt() > now) return;
+    // Totals by group over every leaf due first, so that each group's counts and lists are touched once.
+    const due = new Map<number, GroupTotal>();
+    this.#ledger.takeDue(
+      now,
+      (group, { count, terms }) => {
+        const total = due.get(group);
+        if (total === undefined) due.set(group, { count, terms });
+        else {
+          total.count += count;
+          total.terms += terms;
+        }
+      },
+      (seqs) => this.#expired.push(seqs),
+    );
+    for (const [group, total] of due) this.#settle(group, total);
+    if (due.size > 0) this.#onStale?.();
   }
 
   /**
-   * An owner's retention policies changed: each of the owner's entries is judged again (what is due by the former
-   * policies expires first, so a relaxed policy never brings back what had already expired). Costs a pass over the
-   * owner's entries, typed-array reads only.
+   * Registers what is told when an expiry left lists holding expired entries: a background task that calls `tidy`
+   * until it answers false, so that reads find them clean.
+   */
+  onStale(notify: () => void): void {
+    this.#onStale = notify;
+  }
+
+  /** Rids one list of its expired entries; whether any list still holds some (call again, after a yield). */
+  tidy(): boolean {
+    for (const [map, keys] of this.#stale) {
+      for (const key of keys) {
+        this.#keepLive(map, key);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Queues an entry in the ledger, in its group. */
+  #enqueue(at: number, seq: number, page: ColumnsPage, row: number): void {
+    const group = this.#groupOf(page, row);
+    this.#groupRefs[group] = (this.#groupRefs[group] ?? 0) + 1;
+    this.#ledger.insert(at, seq, group, page.termCount[row] as number);
+  }
+
+  /** Takes an entry out of the ledger (deleted, or its expiry changed). */
+  #dequeue(at: number, seq: number): void {
+    const group = this.#ledger.remove(at, seq);
+    if (group >= 0) this.#unref(group, 1);
+  }
+
+  /** `count` entries of the group left the ledger. */
+  #unref(group: number, count: number): void {
+    const refs = (this.#groupRefs[group] ?? 0) - count;
+    this.#groupRefs[group] = refs;
+    if (refs > 0) return;
+    const facts = this.#groups[group] as GroupFacts;
+    this.#groupIds.delete(facts.key);
+    this.#groups[group] = undefined;
+    this.#freeGroups.push(group);
+  }
+
+  /** A group's entries expired: out of every per-owner statistic and count now; their lists are filtered when read. */
+  #settle(group: number, total: GroupTotal): void {
+    const facts = this.#groups[group] as GroupFacts;
+    this.#unref(group, total.count);
+    const { owner, runId } = facts;
+    const count = total.count;
+    const documents = this.#documents.get(owner);
+    if (documents !== undefined) {
+      documents.count -= count;
+      documents.terms -= total.terms;
+      if (documents.count <= 0) this.#documents.delete(owner);
+    }
+    const runOwners = this.#runOwners.get(runId);
+    if (runOwners !== undefined) {
+      decrement(runOwners, owner, count);
+      if (runOwners.size === 0) this.#runOwners.delete(runId);
+    }
+    const authors = this.#authorCounts.get(owner);
+    if (authors !== undefined) {
+      decrement(authors, facts.author, count);
+      if (authors.size === 0) this.#authorCounts.delete(owner);
+    }
+    this.#count -= count;
+    const stale = (map: Map<unknown, number[]>, key: unknown): void => void this.#stale.get(map)?.add(key);
+    stale(this.#byScope, `${owner}/${runId}`);
+    stale(this.#byScope, `*/${runId}`);
+    if (facts.knowledge) {
+      stale(this.#knowledge, `${owner}/${runId}`);
+      stale(this.#knowledge, `*/${runId}`);
+      stale(this.#lessonsByOwner, owner);
+    }
+    if (facts.globalLesson) stale(this.#globalLessons, owner);
+    const expired: ExpiredGroup = { owner, runId, entryType: ENTRY_TYPES[facts.typeIndex] as EntryType, agentId: facts.agentId, count };
+    for (const observer of this.#observers) observer.expired(expired);
+  }
+
+  /** The list under `key`, first rid of expired entries when an expiry touched it since it was last read. */
+  #list<K>(map: Map<K, number[]>, key: K): readonly number[] {
+    const stale = this.#stale.get(map as Map<unknown, number[]>) as Set<unknown>;
+    if (stale.size > 0 && stale.has(key)) this.#keepLive(map, key);
+    return map.get(key) ?? [];
+  }
+
+  /** Filters a list down to its live entries (a new array: a reader may hold the old one). */
+  #keepLive<K>(map: Map<K, number[]>, key: K): void {
+    this.#stale.get(map as Map<unknown, number[]>)?.delete(key);
+    const list = map.get(key);
+    if (list === undefined) return;
+    // The has() test inlined, a page looked up once per run of seqs on it: lists run to 100k entries.
+    const kept: number[] = [];
+    let pageIndex = -1;
+    let page: ColumnsPage | undefined;
+    for (const seq of list) {
+      if (seq >>> PAGE_SHIFT !== pageIndex) {
+        pageIndex = seq >>> PAGE_SHIFT;
+        page = this.#columns.page(seq);
+      }
+      if (page === undefined) continue;
+      const row = seq & PAGE_MASK;
+      if (((page.flags[row] as number) & FLAG_PRESENT) !== 0 && !this.#expiredRow(page, row)) kept.push(seq);
+    }
+    if (kept.length === 0) map.delete(key);
+    else map.set(key, kept);
+  }
+
+  /**
+   * The first (or, `last`, the newest) live entry of one owner's run, without filtering its list: what run listings
+   * show, read from the list's ends past the expired entries it may still hold.
+   */
+  edgeSeq(owner: number, runId: string, last: boolean): number | undefined {
+    this.expireDue();
+    const list = this.#byScope.get(`${owner}/${runId}`) ?? [];
+    for (let i = last ? list.length - 1 : 0; last ? i >= 0 : i < list.length; i += last ? -1 : 1) {
+      const seq = list[i] as number;
+      if (this.has(seq)) return seq;
+    }
+    return undefined;
+  }
+
+  /** The group an entry expires in, from its columns. */
+  #groupOf(page: ColumnsPage, row: number): number {
+    const owner = page.owner[row] as number;
+    const typeIndex = page.type[row] as number;
+    const globalLesson = ((page.flags[row] as number) & FLAG_GLOBAL_LESSON) !== 0;
+    const key = `${owner},${page.run[row] as number},${typeIndex},${page.author[row] as number},${page.agent[row] as number},${globalLesson ? 1 : 0}`;
+    let id = this.#groupIds.get(key);
+    if (id === undefined) {
+      id = this.#freeGroups.pop() ?? this.#groups.length;
+      this.#groupIds.set(key, id);
+      const type = ENTRY_TYPES[typeIndex];
+      this.#groupRefs[id] = 0;
+      this.#groups[id] = {
+        key,
+        owner,
+        runId: this.#strings.value(page.run[row] as number),
+        typeIndex,
+        author: page.author[row] as number,
+        agentId: this.#strings.value(page.agent[row] as number),
+        knowledge: type === "rule" || type === "lesson",
+        globalLesson,
+      };
+    }
+    return id;
+  }
+
+  /** Whether a row holds an entry that expired (it left the counts and awaits its purge). */
+  #expiredRow(page: ColumnsPage, row: number): boolean {
+    const at = page.expiry[row] as number;
+    return at !== 0 && at <= this.#settledTo;
+  }
+
+  /** Whether the catalog holds `seq` as expired, awaiting its purge (its row is still here). */
+  holdsExpired(seq: number): boolean {
+    const page = this.#columns.page(seq);
+    const row = seq & PAGE_MASK;
+    return page !== undefined && ((page.flags[row] as number) & FLAG_PRESENT) !== 0 && this.#expiredRow(page, row);
+  }
+
+  /**
+   * Up to `limit` expired entries awaiting their purge, earliest expired first. Entries purged (or deleted) since
+   * leave the work list here.
+   */
+  expiredSeqs(limit: number): number[] {
+    const out: number[] = [];
+    let emptied = 0;
+    for (let i = 0; i < this.#expired.length && out.length < limit; i++) {
+      const held = (this.#expired[i] as number[]).filter((seq) => this.holdsExpired(seq));
+      this.#expired[i] = held;
+      if (held.length === 0 && i === emptied) emptied++;
+      for (const seq of held) {
+        if (out.length === limit) break;
+        out.push(seq);
+      }
+    }
+    if (emptied > 0) this.#expired.splice(0, emptied);
+    return out;
+  }
+
+  /**
+   * An owner's retention policies changed: each of the owner's live entries is judged again (what had expired by the
+   * former policies stays expired, so a relaxed policy never brings it back). Costs a pass over the owner's entries,
+   * typed-array reads only; entries the new policies expire at once leave the counts by group, as `expireDue` does.
    */
   reexpire(owner: number): void {
     const expiry = this.#expiry;
     if (expiry === undefined) return;
     this.expireDue();
-    for (const [key, seqs] of this.#byScope) {
+    const now = this.#settledTo;
+    const dueNow = new Map<number, GroupTotal>();
+    const expiredNow: number[] = [];
+    for (const key of [...this.#byScope.keys()]) {
       if (!key.startsWith(`${owner}/`)) continue;
       const runId = key.slice(key.indexOf("/") + 1);
-      for (const seq of seqs) {
+      for (const seq of this.#list(this.#byScope, key)) {
         const page = this.#columns.page(seq);
         if (page === undefined) continue;
         const row = seq & PAGE_MASK;
-        const at = expiry.expiryOf({ seq, owner, runId, typeIndex: page.type[row] as number, createdAt: page.created[row] as number, expiresAt: page.ownExpiry[row] as number });
-        if (at === page.expiry[row]) continue;
+        const typeIndex = page.type[row] as number;
+        const at = expiry.expiryOf({ seq, owner, runId, typeIndex, createdAt: page.created[row] as number, expiresAt: page.ownExpiry[row] as number });
+        const before = page.expiry[row] as number;
+        if (at === before) continue;
+        if (before !== 0) this.#dequeue(before, seq);
         page.expiry[row] = at;
-        if (at !== 0) this.#due.push(at, seq);
+        if (at === 0) continue;
+        if (at > now) {
+          this.#enqueue(at, seq, page, row);
+          continue;
+        }
+        // Expired by the new policies: settled below with the rest of its group, as the ledger would.
+        const group = this.#groupOf(page, row);
+        this.#groupRefs[group] = (this.#groupRefs[group] ?? 0) + 1;
+        const total = dueNow.get(group) ?? { count: 0, terms: 0 };
+        total.count++;
+        total.terms += page.termCount[row] as number;
+        dueNow.set(group, total);
+        expiredNow.push(seq);
       }
     }
-    // Changed expiries leave stale items behind: rebuilt once they outnumber the entries.
-    if (this.#due.size > 2 * this.#count + 1024) this.#rebuildDue();
-    this.expireDue();
-  }
-
-  #rebuildDue(): void {
-    const items: { at: number; seq: number }[] = [];
-    for (const [key, seqs] of this.#byScope) {
-      if (key.startsWith("*/")) continue;
-      for (const seq of seqs) {
-        const at = this.#columns.page(seq)?.expiry[seq & PAGE_MASK] ?? 0;
-        if (at !== 0) items.push({ at, seq });
-      }
+    for (const [group, total] of dueNow) this.#settle(group, total);
+    if (expiredNow.length > 0) {
+      this.#expired.push(expiredNow);
+      this.#onStale?.();
     }
-    this.#due.reset(items);
   }
 
   /** Registers an observer; register it before the start-up load so it sees every entry. */
@@ -340,13 +588,13 @@ export class Catalog {
 
   add(record: EntryRecord): void {
     const seq = record.seq;
-    if (this.has(seq)) return;
+    if (this.#present(seq)) return;
     const expiry = this.#expiry;
     let expiresAt = record.expiresAt;
     if (expiry !== undefined) {
       expiresAt = expiry.expiryOfRecord(record);
       // Already expired (loaded at start-up, or replayed late): it awaits its purge and is never read.
-      if (expiry.isHidden(seq) || (expiresAt !== 0 && expiresAt <= expiry.now())) {
+      if (expiry.isHidden(seq) || (expiresAt !== 0 && expiresAt <= Math.max(expiry.now(), this.#settledTo))) {
         expiry.hide(seq);
         return;
       }
@@ -368,6 +616,7 @@ export class Catalog {
     page.termCount[row] = record.termCount;
     const author = this.#authors.id(authorOf(record));
     page.author[row] = author;
+    page.agent[row] = this.#strings.id(record.agentId);
     const knowledge = record.entryType === "rule" || record.entryType === "lesson";
     const learning = record.learning;
     const withheld = knowledge && (learning.promotionState === "quarantined" || record.validationStatus === "invalidated");
@@ -406,11 +655,7 @@ export class Catalog {
     this.#documents.set(owner, documents);
     this.#count++;
     this.#maxSeq = Math.max(this.#maxSeq, seq);
-    if (expiresAt !== 0) {
-      this.#due.push(expiresAt, seq);
-      // Updates queue their entry again: stale items are dropped once they outnumber the entries.
-      if (this.#due.size > 2 * this.#count + 1024) this.#rebuildDue();
-    }
+    if (expiresAt !== 0) this.#enqueue(expiresAt, seq, page, row);
     for (const observer of this.#observers) observer.added(record);
   }
 
@@ -447,13 +692,9 @@ export class Catalog {
       }
       if (removed.globalLesson) lessonOwners.add(removed.owner);
     }
-    // Detached entries are no longer present, so keeping the present ones drops exactly them.
+    // Detached entries are no longer present, so keeping the live ones drops exactly them (and any expired ones).
     const keep = <K>(map: Map<K, number[]>, keys: Iterable<K>): void => {
-      for (const key of keys) {
-        const list = (map.get(key) ?? []).filter((seq) => this.has(seq));
-        if (list.length === 0) map.delete(key);
-        else map.set(key, list);
-      }
+      for (const key of keys) this.#keepLive(map, key);
     };
     keep(this.#byScope, scopeKeys);
     keep(this.#knowledge, knowledgeKeys);
@@ -471,11 +712,22 @@ export class Catalog {
     this.add(record);
   }
 
-  /** Clears an entry's presence and takes it out of every per-owner statistic; the caller fixes its lists. */
+  /**
+   * Clears an entry's presence and takes it out of every per-owner statistic; the caller fixes its lists. An expired
+   * entry left the statistics when it expired and its lists are filtered when next read: only its row goes.
+   */
   #detach(seq: number): { owner: number; runId: string; knowledge: boolean; globalLesson: boolean } | undefined {
     const page = this.#columns.page(seq);
     const row = seq & PAGE_MASK;
     if (page === undefined || ((page.flags[row] as number) & FLAG_PRESENT) === 0) return undefined;
+    if (this.#expiredRow(page, row)) {
+      page.flags[row] = 0;
+      this.#columns.emptied(seq);
+      for (const observer of this.#observers) observer.released(seq);
+      return undefined;
+    }
+    const at = page.expiry[row] as number;
+    if (at !== 0) this.#dequeue(at, seq);
     const flags = page.flags[row] as number;
     const owner = page.owner[row] as number;
     const runId = this.#strings.value(page.run[row] as number);
@@ -510,7 +762,15 @@ export class Catalog {
     if (page !== undefined) page.flags[seq & PAGE_MASK] = (page.flags[seq & PAGE_MASK] as number) | FLAG_STALE;
   }
 
+  /** Whether the entry is here and not expired: what every reader means by "in the catalog". */
   has(seq: number): boolean {
+    const page = this.#columns.page(seq);
+    const row = seq & PAGE_MASK;
+    return page !== undefined && ((page.flags[row] as number) & FLAG_PRESENT) !== 0 && !this.#expiredRow(page, row);
+  }
+
+  /** Whether the entry's row is here, expired or not. */
+  #present(seq: number): boolean {
     return (this.#flagsOf(seq) & FLAG_PRESENT) !== 0;
   }
 
@@ -594,25 +854,25 @@ export class Catalog {
   /** Seqs of one run: one owner's, or every owner's when `owner` is undefined (admins). Ascending. */
   runSeqs(owner: number | undefined, runId: string): readonly number[] {
     this.expireDue();
-    return this.#byScope.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
+    return this.#list(this.#byScope, owner === undefined ? `*/${runId}` : `${owner}/${runId}`);
   }
 
   /** Seqs of a run's rules and lessons: one owner's, or every owner's when `owner` is undefined. Ascending. */
   knowledgeSeqs(owner: number | undefined, runId: string): readonly number[] {
     this.expireDue();
-    return this.#knowledge.get(owner === undefined ? `*/${runId}` : `${owner}/${runId}`) ?? [];
+    return this.#list(this.#knowledge, owner === undefined ? `*/${runId}` : `${owner}/${runId}`);
   }
 
   /** Seqs of an owner's lessons and rules recalled beyond their run (global or auditioning). Ascending. */
   globalLessonSeqs(owner: number): readonly number[] {
     this.expireDue();
-    return this.#globalLessons.get(owner) ?? [];
+    return this.#list(this.#globalLessons, owner);
   }
 
   /** Seqs of every lesson and rule of an owner, withheld ones included. Ascending. */
   lessonSeqs(owner: number): readonly number[] {
     this.expireDue();
-    return this.#lessonsByOwner.get(owner) ?? [];
+    return this.#list(this.#lessonsByOwner, owner);
   }
 
   /**
@@ -635,7 +895,7 @@ export class Catalog {
         if (page === undefined) return false;
         const row = seq & PAGE_MASK;
         const flags = page.flags[row] as number;
-        if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT) return false;
+        if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT || this.#expiredRow(page, row)) return false;
         const entryOwner = page.owner[row] as number;
         if (entryOwner === owner && page.run[row] === run) return true;
         return globalLessonOwner !== undefined && entryOwner === globalLessonOwner && (flags & FLAG_GLOBAL_LESSON) !== 0;
@@ -646,7 +906,7 @@ export class Catalog {
       if (page === undefined) return false;
       const row = seq & PAGE_MASK;
       const flags = page.flags[row] as number;
-      if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT) return false;
+      if ((flags & (FLAG_PRESENT | FLAG_WITHHELD)) !== FLAG_PRESENT || this.#expiredRow(page, row)) return false;
       const entryOwner = page.owner[row] as number;
       if (globalLessonOwner !== undefined && (flags & FLAG_GLOBAL_LESSON) !== 0 && entryOwner === globalLessonOwner) return true;
       const run = page.run[row] as number;
@@ -661,7 +921,7 @@ export class Catalog {
   /** A predicate applying the filters; built once per query so the hot loop only reads typed arrays. */
   matcher(filter: EntryFilter): (seq: number) => boolean {
     this.expireDue();
-    if (isUnfiltered(filter)) return (seq) => (this.#flagsOf(seq) & FLAG_PRESENT) !== 0;
+    if (isUnfiltered(filter)) return (seq) => this.has(seq);
     const types = filter.entryTypes === undefined ? undefined : new Set([...filter.entryTypes].map((t) => ENTRY_TYPES.indexOf(t)));
     const noUser = this.#strings.id("");
     const user = filter.userId === undefined ? undefined : (this.#strings.lookup(filter.userId) ?? -1);
@@ -674,7 +934,7 @@ export class Catalog {
     return (seq) => {
       const page = this.#columns.page(seq);
       const row = seq & PAGE_MASK;
-      if (page === undefined || ((page.flags[row] as number) & FLAG_PRESENT) === 0) return false;
+      if (page === undefined || ((page.flags[row] as number) & FLAG_PRESENT) === 0 || this.#expiredRow(page, row)) return false;
       if (types !== undefined && !types.has(page.type[row] as number)) return false;
       if (user !== undefined) {
         const u = page.user[row] as number;

@@ -18,6 +18,13 @@ export class LessonSituationIndex implements CatalogObserver {
     this.#bySeq.delete(seq);
   }
 
+  /** An expired lesson's situations stay until its purge: nothing reads them, since no candidate is expired. */
+  expired(): void {}
+
+  released(seq: number): void {
+    this.#bySeq.delete(seq);
+  }
+
   /** A lesson's situations as last written; none for an entry that is no lesson or rule. */
   of(seq: number): LessonSituations {
     return this.#bySeq.get(seq) ?? NONE;

@@ -2,7 +2,7 @@
 // wrote, the newest entry), kept current by the catalog's add/remove notifications and so rebuilt from LMDB with the
 // catalog at start-up. Listing reads these summaries, never the entries: its cost grows with the owner's number of
 // runs, not with the number of entries.
-import type { Catalog, CatalogObserver } from "../retrieval/catalog.js";
+import type { Catalog, CatalogObserver, ExpiredGroup } from "../retrieval/catalog.js";
 import type { EntryRecord, EntryType } from "../storage/entry-store.js";
 
 /** What is known of one of an owner's runs. */
@@ -44,8 +44,8 @@ function increment<K>(counts: Map<K, number>, key: K): void {
   counts.set(key, (counts.get(key) ?? 0) + 1);
 }
 
-function decrement<K>(counts: Map<K, number>, key: K): void {
-  const next = (counts.get(key) ?? 0) - 1;
+function decrement<K>(counts: Map<K, number>, key: K, by = 1): void {
+  const next = (counts.get(key) ?? 0) - by;
   if (next > 0) counts.set(key, next);
   else counts.delete(key);
 }
@@ -97,6 +97,22 @@ export class RunDirectory implements CatalogObserver {
     if (runs.size === 0) this.#owners.delete(owner);
   }
 
+  expired({ owner, runId, entryType, agentId, count }: ExpiredGroup): void {
+    const runs = this.#owners.get(owner);
+    const stats = runs?.get(runId);
+    if (runs === undefined || stats === undefined) return;
+    stats.count -= count;
+    decrement(stats.byType, entryType, count);
+    if (agentId !== "") decrement(stats.agents, agentId, count);
+    // Whether the newest entry was among them is not known here: the next listing looks it up (from the list's end).
+    stats.newestSeq = -1;
+    if (stats.count <= 0) runs.delete(runId);
+    if (runs.size === 0) this.#owners.delete(owner);
+  }
+
+  /** Nothing to do: an expired entry left the counts when it expired. */
+  released(): void {}
+
   /** How many runs the owner has. */
   runCount(owner: number): number {
     this.#catalog.expireDue();
@@ -146,23 +162,20 @@ export class RunDirectory implements CatalogObserver {
   }
 
   #view(owner: number, at: RunCursor, stats: RunStats): RunView {
-    const seqs = this.#catalog.runSeqs(owner, at.runId);
+    const first = this.#catalog.edgeSeq(owner, at.runId, false);
     return {
       runId: at.runId,
       entryCount: stats.count,
       entryCounts: Object.fromEntries(stats.byType),
       agentIds: [...stats.agents.keys()],
-      createdAt: seqs.length === 0 ? at.lastActivityAt : this.#catalog.createdAt(seqs[0] as number),
+      createdAt: first === undefined ? at.lastActivityAt : this.#catalog.createdAt(first),
       lastActivityAt: at.lastActivityAt,
     };
   }
 
   /** The run's newest entry, looked up again in the catalog after it was removed. */
   #newestSeq(owner: number, runId: string, stats: RunStats): number {
-    if (stats.newestSeq === -1) {
-      const seqs = this.#catalog.runSeqs(owner, runId);
-      stats.newestSeq = seqs.length === 0 ? 0 : (seqs[seqs.length - 1] as number);
-    }
+    if (stats.newestSeq === -1) stats.newestSeq = this.#catalog.edgeSeq(owner, runId, true) ?? 0;
     return stats.newestSeq;
   }
 

@@ -1,7 +1,8 @@
 // When an entry expires: the sooner of its own expiry (ttl_seconds / expires_at) and the retention policy that applies
 // to it, read against the memory's one clock. Every read path asks this (EntryStore lookups, the catalog's candidates),
 // so an expired entry is invisible everywhere from the same instant. Expiry is final: an entry once seen expired stays
-// hidden until the purge removes it, even if a policy is relaxed meanwhile.
+// hidden until the purge removes it, even if a policy is relaxed meanwhile (the catalog remembers the entries it held
+// when they expired; this module those it never held: expired before start-up, or replayed late).
 import { ENTRY_TYPES, type EntryRecord } from "./entry-record.js";
 import type { RetentionStore } from "./retention-store.js";
 
@@ -17,29 +18,35 @@ export interface ExpiryFacts {
   readonly expiresAt: number;
 }
 
+/** The index that knows when the entries it holds expire (the catalog): it catches up with the clock on demand. */
+export interface ExpiringIndex {
+  /** Takes out of every count and list what has expired by now. */
+  expireDue(): void;
+  /** Whether it holds this entry as expired, awaiting its purge. */
+  holdsExpired(seq: number): boolean;
+}
+
 export class EntryExpiry {
   /** The memory's clock, unix ms. */
   readonly now: () => number;
   readonly retention: RetentionStore | undefined;
-  /** Entries seen expired and not purged yet: hidden whatever the clock or the policies say later. */
+  /** Entries seen expired, not purged yet and not held by the catalog: hidden whatever the clock or policies say later. */
   readonly #hidden = new Set<number>();
-
-  /** Brings the hidden set up to the clock (the catalog hides what came due); see `settle`. */
-  #settle: () => void = () => undefined;
+  #index: ExpiringIndex = { expireDue: () => undefined, holdsExpired: () => false };
 
   constructor(now: () => number, retention?: RetentionStore) {
     this.now = now;
     this.retention = retention;
   }
 
-  /** Registers what `settle` runs: the catalog, which knows when each entry expires. */
-  settleWith(settle: () => void): void {
-    this.#settle = settle;
+  /** Registers the catalog, which knows when each entry it holds expires. */
+  settleWith(index: ExpiringIndex): void {
+    this.#index = index;
   }
 
-  /** Hides every entry expired by now, so that `isHidden` alone answers for each seq of a scan. */
+  /** Catches the catalog up with the clock, so that `isHidden` alone answers for each seq of a scan. */
   settle(): void {
-    this.#settle();
+    this.#index.expireDue();
   }
 
   /** Unix ms at which the entry expires; 0 for never. */
@@ -61,19 +68,20 @@ export class EntryExpiry {
 
   /** Whether a stored record is expired now (or was seen expired and awaits its purge). */
   isExpired(record: EntryRecord, now = this.now()): boolean {
-    if (this.#hidden.has(record.seq)) return true;
+    if (this.isHidden(record.seq)) return true;
     if (record.expiresAt === 0 && (this.retention === undefined || !this.retention.hasPolicies(record.owner))) return false;
     const at = this.expiryOf(factsOf(record));
     return at !== 0 && at <= now;
   }
 
-  /** Marks an entry expired for good: it stays hidden until `purged`. */
+  /** Marks an entry the catalog does not hold expired for good: it stays hidden until `purged`. */
   hide(seq: number): void {
     this.#hidden.add(seq);
   }
 
+  /** Whether the entry was seen expired and awaits its purge. */
   isHidden(seq: number): boolean {
-    return this.#hidden.has(seq);
+    return this.#hidden.has(seq) || this.#index.holdsExpired(seq);
   }
 
   /** The entry left the store (purged, or deleted on another node): nothing to remember of it. */
@@ -81,13 +89,17 @@ export class EntryExpiry {
     this.#hidden.delete(seq);
   }
 
-  /** Expired entries awaiting their purge, oldest seen first. */
-  pending(): IterableIterator<number> {
-    return this.#hidden.values();
-  }
-
-  get pendingCount(): number {
-    return this.#hidden.size;
+  /**
+   * Up to `limit` expired entries awaiting their purge that the catalog does not hold (expired before start-up, or
+   * replayed late); the catalog lists its own (`Catalog.expiredSeqs`).
+   */
+  unheld(limit: number): number[] {
+    const out: number[] = [];
+    for (const seq of this.#hidden) {
+      if (out.length === limit) break;
+      out.push(seq);
+    }
+    return out;
   }
 }
 

@@ -44,6 +44,9 @@ export function seqOfEntryId(id: string): number | undefined {
 /** Fields an update may change; absent fields are unchanged. */
 export interface EntryPatch {
   readonly content?: string;
+  /** A rule that an edit leaves untrusted becomes a lesson (see learning/lesson-edit.ts). */
+  readonly entryType?: EntryType;
+  readonly lessonType?: string;
   readonly lane?: string;
   readonly metadataJson?: string;
   readonly importance?: Importance;
@@ -420,6 +423,11 @@ export class EntryStore {
     this.#tombstones.delete(tombstoneKey(owner, runId));
   }
 
+  /** Whether the entry belongs to a deleted run awaiting its purge (which removes it; no one else should). */
+  inDeletedRun(owner: number, runId: string, seq: number): boolean {
+    return this.#isTombstoned({ owner, runId, seq });
+  }
+
   #isTombstoned(record: Pick<EntryRecord, "owner" | "runId" | "seq">): boolean {
     if (this.#tombstones.size === 0) return false;
     const maxSeq = this.#tombstones.get(tombstoneKey(record.owner, record.runId));
@@ -590,8 +598,8 @@ export class EntryStore {
     const expiry = this.#expiry;
     expiry.settle();
     for (const seq of this.#storedSeqs(owner, runId, reverse, afterSeq)) {
-      // Expired entries awaiting their purge: a set lookup, no record read.
-      if (expiry.pendingCount > 0 && expiry.isHidden(seq)) continue;
+      // Expired entries awaiting their purge: a set lookup and a catalog row read, no record read.
+      if (expiry.isHidden(seq)) continue;
       // Reading a record to learn its run costs ~1 µs: a scan of a large run would hold the event loop for seconds.
       if (hidden === "none" || (typeof hidden === "number" ? seq > hidden : this.get(seq) !== undefined)) yield seq;
     }

@@ -8,6 +8,9 @@ import { openRecord } from "./record-codec.js";
 
 export const RETENTION_RECORD_VERSION = 1;
 
+/** Longest lifetime an entry may be given (its TTL) or a policy may keep a type for: 100 years, in seconds. */
+export const MAX_TTL_SECONDS = 3_153_600_000;
+
 /** What a policy covers: every run of the owner, the runs of one project, or one run. */
 export const RETENTION_SCOPES = ["owner", "project", "run"] as const;
 export type RetentionScope = (typeof RETENTION_SCOPES)[number];

@@ -9,6 +9,7 @@ import type { EntryWriter } from "../memory/entry-writer.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
 import type { Storage } from "../storage/database.js";
 import type { EntryStore } from "../storage/entry-store.js";
+import type { RetentionStore } from "../storage/retention-store.js";
 import type { UserStore } from "../storage/user-store.js";
 import { ImportIds } from "./import-ids.js";
 import { agentKind, handoffKind } from "./kinds/coordination.js";
@@ -18,6 +19,7 @@ import { grantKind } from "./kinds/grants.js";
 import { outcomeKind, stepOutcomeKind } from "./kinds/outcomes.js";
 import { actionKind, conceptKind, cycleKind, goalKind, variableKind } from "./kinds/planning.js";
 import { agentDefinitionKind, projectKind, promptHeadKind, promptVersionKind } from "./kinds/projects.js";
+import { retentionPolicyKind } from "./kinds/retention.js";
 import { controlSessionKind, runLinkKind } from "./kinds/runs.js";
 import { skillKind, skillVersionKind } from "./kinds/skills.js";
 import type { TenantKind } from "./tenant-kind.js";
@@ -34,6 +36,8 @@ export interface TenantTransferDeps {
   readonly controlSessions: ControlSessionStore;
   readonly core: CoreData;
   readonly acl: AccessControl;
+  /** The owners' retention policies: exported, and applied to the memory when imported. */
+  readonly retention: RetentionStore;
   /** The trust an entry exported before provenance existed gets as an import (SERVICE_TRUST_POLICY); default policy when not given. */
   readonly trustPolicy?: TrustPolicy;
 }
@@ -60,6 +64,8 @@ export function tenantKinds(deps: TenantTransferDeps): TenantKind[] {
     handoffKind(storage),
     runLinkKind(storage),
     controlSessionKind(storage, deps.entries, deps.controlSessions),
+    // After the entries and the control sessions that place runs in projects: the policies judge them all once.
+    retentionPolicyKind({ storage, retention: deps.retention, index: deps.index }),
     variableKind(storage),
     conceptKind(storage),
     goalKind(storage),

@@ -601,8 +601,9 @@ export type UpdateLessonRequest = Message<"engram.v2.UpdateLessonRequest"> & {
 
   /**
    * Engram design: new lesson text (at most 1 MiB, not empty). The lesson is
-   * re-embedded and re-indexed in the same transaction: the next query finds
-   * it by its new words and no longer by the old ones.
+   * re-embedded, re-indexed and screened for instructions in the same
+   * transaction: the next query finds it by its new words and no longer by
+   * the old ones.
    *
    * @generated from field: optional string content = 8;
    */
@@ -1941,6 +1942,14 @@ export const LearningService: GenService<{
    * `metadata_json`). Only fields present in the request change. `confidence` is an
    * absolute value, clamped to [0, 1]. Each change is appended to the
    * lesson's audit trail. Setting `scope` clears a pending promotion.
+   * Engram design: new `content` is screened as ingest screens a new entry:
+   * text that reads as instructions to an agent is flagged
+   * `instruction_like` (judged by the lesson's trust, as on ingest), and an
+   * earlier flag is lifted when the new text no longer does. A lesson or
+   * rule that is untrusted after the change is kept as ingest keeps
+   * untrusted knowledge: a rule becomes a lesson of type `observation`, the
+   * `global` scope (also one set by this call) becomes `run`, and a pending
+   * promotion is withdrawn; the audit trail records the change of `trust`.
    * Errors: INVALID_ARGUMENT (empty `lesson_id`, no field to change, unknown
    * `scope` or `validation_status`, `confidence` not a number), NOT_FOUND (no
    * such lesson of the caller).

@@ -164,9 +164,13 @@ export const ImportTenantResponseSchema: GenMessage<ImportTenantResponse> = /*@_
  * included with their confidence, validation, promotion state and audit
  * trail; an entry's vector travels with it), `outcome`, `step_outcome`,
  * `agent`, `handoff` (with its feedback), `run_link`, `control_session`,
- * `variable`, `concept`, `goal`, `action`, `cycle`, `core_node` (with its
- * vector), `scratchpad` (scratchpad entries) and `grant` (access grants the
- * caller made on its runs).
+ * `retention_policy` (the caller's retention policies: the default one, each
+ * project's and each run's; id `["owner",""]`, `["project","prj_…"]` or
+ * `["run","<run id>"]`), `variable`, `concept`, `goal`, `action`, `cycle`,
+ * `core_node` (with its vector), `scratchpad` (scratchpad entries) and
+ * `grant` (access grants the caller made on its runs). An imported retention
+ * policy applies at once to every entry of the importing caller, imported or
+ * not, as setting it would: entries older than its limits expire.
  *
  * Not exported: users and API keys (the importing key decides the owner),
  * ingest jobs not yet finished (their entries are exported once applied),
@@ -191,12 +195,12 @@ export const ImportTenantResponseSchema: GenMessage<ImportTenantResponse> = /*@_
  * records is rewritten with the same mapping: lesson lineage
  * (`source_ids`), outcome references and reinforced entries, handoff entry
  * ids, concept entries, a control session's project, window and final
- * checkpoint, project ids of agent definitions, prompts, skills and control
- * sessions, parent goals and prompt versions, the action of a decision
- * cycle. A reference to a record that the export did not hold (deleted
- * since) is dropped; a value only the caller interprets (a handoff's
- * `entry_ids`, a control session's `project_id` naming no project) is kept
- * as it was. Free text (contents, audit reasons, rationales) is never
+ * checkpoint, project ids of agent definitions, prompts, skills, control
+ * sessions and retention policies, parent goals and prompt versions, the
+ * action of a decision cycle. A reference to a record that the export did
+ * not hold (deleted since) is dropped; a value only the caller interprets (a
+ * handoff's `entry_ids`, a control session's `project_id` naming no project)
+ * is kept as it was. Free text (contents, audit reasons, rationales) is never
  * rewritten. Timestamps, confidence, reinforcement, promotion state, audit
  * trails, statuses and version numbers are kept as exported.
  *
@@ -208,7 +212,9 @@ export const ImportTenantResponseSchema: GenMessage<ImportTenantResponse> = /*@_
  * caller's memory already holds under the same caller-chosen key (an agent
  * of the same run and id, a variable of the same name, a project of the same
  * name, …) without having imported it is refused with ALREADY_EXISTS; an
- * identical run link or grant counts as unchanged. A record deleted after it
+ * identical run link, grant or retention policy counts as unchanged (a
+ * retention policy of the same scope with other rules is ALREADY_EXISTS:
+ * clear it first). A record deleted after it
  * was imported is not created again.
  *
  * @generated from service engram.v2.TenantService

@@ -1,5 +1,6 @@
 // Lesson maintenance routes: update (scope, validation status, stale, confidence, content, importance, lane,
-// metadata; every change audited), delete, and a person's decision on a pending promotion.
+// metadata; every change audited; what an edit implies besides is learning/lesson-edit.ts), delete, and a person's
+// decision on a pending promotion.
 import type { ServiceImpl } from "@connectrpc/connect";
 import { isUntrustedKnowledge } from "../../memory/evidence-trust.js";
 import type { LearningService } from "../../../gen/engram/v2/learning_service_pb.js";
@@ -9,7 +10,7 @@ import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import type { Storage } from "../../storage/database.js";
 import type { LearningChanges } from "../../learning/learning-changes.js";
 import { resolvePromotion } from "../../learning/reinforcement.js";
-import { PRIOR_STRENGTH, type EntryRecord } from "../../storage/entry-record.js";
+import { lessonEdit } from "../../learning/lesson-edit.js";
 import { clampedConfidence } from "./confidence.js";
 import type { EntryChanges } from "../../memory/entry-changes.js";
 import { IMPORTANCE_LEVELS, LESSON_SCOPES, VALIDATION_STATUSES, type CanRead, type EntryPatch, type EntryStore } from "../../storage/entry-store.js";
@@ -56,7 +57,7 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
         throw invalidArgument("lesson_id", "names no field to change: set scope, validation_status, stale, confidence, content, importance, lane or metadata_json");
       }
       const by = { reason: bounded("reason", req.reason), agentId: bounded("agent_id", req.agentId) };
-      const updated = await deps.changes.update(lesson.seq, withLearning(lesson, patch), by);
+      const updated = await deps.changes.update(lesson.seq, patch, by, lessonEdit);
       if (updated === undefined) throw notFound(`lesson ${quoted(req.lessonId)}`);
       return { success: true, lesson: lessonEntryOf(updated.after), changedFields: updated.changed.map(lessonFieldName) };
     },
@@ -89,20 +90,4 @@ export function lessonHandlers(deps: LessonDeps): Handlers {
       return { success: true, lesson: lessonEntryOf(applied.updated.after) };
     },
   };
-}
-
-/**
- * A direct change of scope clears a pending promotion; a direct confidence re-seeds the posterior at that confidence
- * with the evidence it had, so later outcomes move it from there.
- */
-function withLearning(lesson: EntryRecord, patch: EntryPatch): EntryPatch {
-  let learning = lesson.learning;
-  if (patch.lessonScope !== undefined && patch.lessonScope !== lesson.lessonScope && learning.promotionState !== "") {
-    learning = { ...learning, promotionState: "", promotionTargetScope: "", auditionWins: 0, auditionLosses: 0 };
-  }
-  if (patch.confidence !== undefined) {
-    const total = Math.max(PRIOR_STRENGTH, learning.evidenceFor + learning.evidenceAgainst);
-    learning = { ...learning, evidenceFor: patch.confidence * total, evidenceAgainst: (1 - patch.confidence) * total };
-  }
-  return learning === lesson.learning ? patch : { ...patch, learning };
 }

@@ -3,6 +3,7 @@
 import type { Provenance as ProvenanceInput } from "../../../gen/engram/v2/memory_service_pb.js";
 import { invalidArgument } from "../../platform/errors.js";
 import { MAX_TOOL_NAME_CHARS, MAX_URL_CHARS, ORIGINS, TRUST_LEVELS, originOfSource, type Provenance, type TrustPolicy } from "../../storage/provenance.js";
+import { MAX_TTL_SECONDS } from "../../storage/retention-store.js";
 import { oneOf } from "./validate.js";
 
 /** What a write needs to settle its provenance and expiry: the policy, the writing key and the memory's clock. */
@@ -13,8 +14,6 @@ export interface WriteOrigin {
   readonly now: number;
 }
 
-/** Longest time-to-live a write may ask for: 100 years. */
-export const MAX_TTL_SECONDS = 3_153_600_000;
 
 export function provenanceOf(field: string, input: ProvenanceInput | undefined, source: string, origin: WriteOrigin): Provenance {
   // Most writes state none: nothing to check (every item of a bulk write comes through here).

@@ -7,8 +7,7 @@ import { callerOf } from "../../auth/principal.js";
 import type { RetentionPolicies } from "../../memory/retention-policies.js";
 import { invalidArgument, notFound, quoted } from "../../platform/errors.js";
 import { ENTRY_TYPES } from "../../storage/entry-record.js";
-import type { RetentionPolicyRecord, RetentionRule, RetentionScope } from "../../storage/retention-store.js";
-import { MAX_TTL_SECONDS } from "../memory/provenance-input.js";
+import { MAX_TTL_SECONDS, type RetentionPolicyRecord, type RetentionRule, type RetentionScope } from "../../storage/retention-store.js";
 import { bounded, oneOf } from "../memory/validate.js";
 
 export interface RetentionDeps {
