@@ -15,6 +15,8 @@ import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
 import { SituationVectors } from "./ranking/situation-match.js";
 import type { LessonSituationIndex } from "./lesson-situation-index.js";
+import { ERROR_MARKER_TERMS, hasHardError } from "./error-words.js";
+import { signatureOf } from "./situations.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
 export { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
@@ -123,16 +125,19 @@ export class SearchEngine {
     const scopedRuns = new Set(req.scopes.map((scope) => scope.runId));
     penaliseAuditions(catalog, scores, scopedRuns, tuning.auditionPenalty);
     const questionParts = this.#situations.questionParts(req.text);
+    const lines = SituationVectors.partsOf(req.text);
     admitCrossRunKnowledge({
       catalog,
       scores,
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
-      questionTerms: SituationVectors.partsOf(req.text).map((part) => new Set(terms(part))),
+      questionTerms: lines.map((part) => new Set(terms(part))),
+      failureTerms: failureTermsOf(lines),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
       conditionsOf: (seq) => this.#lessonSituations.of(seq).conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
       knowledge: knowledgeByMeaning(catalog, scopes, accept),
+      notForTermsOf: (seq) => this.#lessonSituations.of(seq).notFor.map((situation) => new Set(terms(situation))),
       situationFit: (seq) => this.#situations.fit(questionParts, this.#lessonSituations.of(seq)),
       rules: tuning.crossRun,
     });
@@ -216,6 +221,17 @@ function knowledgeByMeaning(catalog: Catalog, scopes: readonly OwnerScope[], acc
     if (!catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)) out.push(seq);
   }
   return out;
+}
+
+/** Failure signatures of fewer terms say too little to tell one failure from another. */
+const MIN_FAILURE_TERMS = 2;
+
+/** The index terms of the failure signatures of a question's parts that report an error. */
+function failureTermsOf(parts: readonly string[]): ReadonlySet<string>[] {
+  return parts.filter(hasHardError).flatMap((part) => {
+    const signature = new Set(terms(signatureOf(part)).filter((term) => !ERROR_MARKER_TERMS.has(term)));
+    return signature.size >= MIN_FAILURE_TERMS ? [signature] : [];
+  });
 }
 
 /** Share of the query's terms the entry contains. */

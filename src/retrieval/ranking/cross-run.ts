@@ -6,7 +6,13 @@
 //   every run of a kind shares count little and the words naming the situation count most;
 // - by meaning: a line of the question, reduced to its failure signature, is close to one of the situations the
 //   lesson is for (ranking/situation-match.ts), whatever words it uses. Every cross-run lesson of the owner is
-//   considered this way, not only those the first phase found.
+//   considered this way, not only those the first phase found;
+// - by its failure: a line of the question that reports an error, reduced to its failure signature (what failed and
+//   how, without the times, ids, hosts and numbers that differ from one occurrence to the next), has its distinctive
+//   words largely in the lesson — its text, the failures it was seen with and the conditions it was learned under. A
+//   failure is told in few words, so a question that holds other lines (the task) would dilute them; and a lesson is
+//   about its failure in all of its text (its remedy names the component, its diagnosis the cause), not only in the
+//   symptom it was learned from. Considered for every cross-run lesson too.
 // Either way, a lesson is left out where the question is closer to a situation it was surfaced in and did not apply
 // to than to any it is for; only those close to the best are kept, and only the best few.
 import type { Catalog } from "../catalog.js";
@@ -40,6 +46,11 @@ export interface CrossRunRules {
    * the least similarity to a situation it did not apply to that keeps it out.
    */
   readonly minSituationFit: number;
+  /**
+   * IDF-weighted share of the terms of a failure line's signature a lesson must hold to bear on it by its failure;
+   * also the least share of them a situation it did not apply to holds that keeps it out.
+   */
+  readonly minFailureCoverage: number;
 }
 
 export interface CrossRunInput {
@@ -52,6 +63,8 @@ export interface CrossRunInput {
    * and the log lines an agent met read as separate facets; a lesson may bear on one of them).
    */
   readonly questionTerms: readonly ReadonlySet<string>[];
+  /** The index terms of the failure signatures of the question's parts that report an error; empty when none does. */
+  readonly failureTerms: readonly ReadonlySet<string>[];
   /** A candidate's stored index terms. */
   readonly termsOf: (seq: number) => ReadonlySet<string>;
   /** The index terms of each of a candidate's conditions; empty when it has none. */
@@ -61,6 +74,8 @@ export interface CrossRunInput {
   readonly documentCount: (owner: number) => number;
   /** The owner's cross-run knowledge in the reader's view, candidates or not: each may bear on the question by meaning. */
   readonly knowledge: readonly number[];
+  /** The index terms of each situation a candidate was surfaced in and did not apply to. */
+  readonly notForTermsOf: (seq: number) => readonly ReadonlySet<string>[];
   /** How a candidate's situations fit the question. */
   readonly situationFit: (seq: number) => SituationFit;
   readonly rules: CrossRunRules;
@@ -79,7 +94,10 @@ export function admitCrossRunKnowledge(input: CrossRunInput): void {
   for (const seq of considered) {
     const fit = input.situationFit(seq);
     if (fit.against >= rules.minSituationFit && fit.against >= fit.bearing) continue;
+    const failure = failureFit(input, seq);
+    if (failure.against >= rules.minFailureCoverage && failure.against >= failure.bearing) continue;
     const byMeaning = fit.bearing >= rules.minSituationFit ? fit.bearing : 0;
+    const byFailure = failure.bearing >= rules.minFailureCoverage ? failure.bearing : 0;
     let byWords = 0;
     if (scores.has(seq)) {
       for (const queryTerms of input.questionTerms) {
@@ -87,7 +105,7 @@ export function admitCrossRunKnowledge(input: CrossRunInput): void {
         if (covered >= rules.minCoverage && (covered >= rules.sufficientCoverage || conditionCoverage(input, queryTerms, seq) >= rules.minConditionCoverage)) byWords = Math.max(byWords, covered);
       }
     }
-    const strength = Math.max(byMeaning, byWords);
+    const strength = Math.max(byMeaning, byWords, byFailure);
     if (strength > 0) admitted.push({ seq, strength });
   }
   admitted.sort((a, b) => b.strength - a.strength || b.seq - a.seq);
@@ -109,10 +127,31 @@ function situationalParts(strength: number): ScoreParts {
   return { ...NO_PARTS, semantic: strength };
 }
 
-/** IDF-weighted share of the question's terms the candidate holds. */
-function coverage(input: CrossRunInput, queryTerms: ReadonlySet<string>, seq: number): number {
+/**
+ * How the question's failure lines meet a candidate: the best share of a line's signature terms the candidate holds,
+ * and the best share one of the situations it did not apply to holds.
+ */
+function failureFit(input: CrossRunInput, seq: number): { bearing: number; against: number } {
+  if (input.failureTerms.length === 0) return { bearing: 0, against: 0 };
   const owner = input.catalog.ownerOf(seq);
   const held = input.termsOf(seq);
+  const notFor = input.notForTermsOf(seq);
+  let bearing = 0;
+  let against = 0;
+  for (const failure of input.failureTerms) {
+    bearing = Math.max(bearing, heldShare(input, owner, failure, held));
+    for (const situation of notFor) against = Math.max(against, heldShare(input, owner, failure, situation));
+  }
+  return { bearing, against };
+}
+
+/** IDF-weighted share of the question's terms the candidate holds. */
+function coverage(input: CrossRunInput, queryTerms: ReadonlySet<string>, seq: number): number {
+  return heldShare(input, input.catalog.ownerOf(seq), queryTerms, input.termsOf(seq));
+}
+
+/** IDF-weighted share (among the owner's entries) of `queryTerms` that `held` holds. */
+function heldShare(input: CrossRunInput, owner: number, queryTerms: ReadonlySet<string>, held: ReadonlySet<string>): number {
   let total = 0;
   let shared = 0;
   for (const term of queryTerms) {

@@ -52,5 +52,6 @@ export const DEFAULT_TUNING: SearchTuning = {
     relativeFloor: 0.6,
     maximum: 3,
     minSituationFit: 0.8,
+    minFailureCoverage: 0.35,
   },
 };
