@@ -1,8 +1,8 @@
 // Diagnosis: for an error, the failure lessons and rules that are about it (best first) and the owner's past failures
 // of the same kind with what fixed them, summed up in a sentence or two. A ranked answer with a floor: a lesson is
-// about the error when the error's distinctive words are largely its own, or when the error's failure signature is
-// close to one of the situations the lesson is for (retrieval/ranking/situation-match.ts); never when the error is
-// closer to a situation it was surfaced in and did not apply to. Only those close to the best are returned, so an
+// about the error when the words of the error's failure signature are largely its own, or when that signature is close
+// to one of the situations the lesson is for (retrieval/ranking/situation-match.ts); never when the error is closer to
+// a situation it was surfaced in and did not apply to. Only those close to the best are returned, so an
 // error that matches nothing gets nothing.
 import { isUntrustedKnowledge } from "../memory/evidence-trust.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
@@ -12,6 +12,7 @@ import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
 import { keyTerms } from "./extraction/term-sets.js";
 import { SituationVectors } from "../retrieval/ranking/situation-match.js";
+import { failureTerms } from "../retrieval/situations.js";
 import { DEFAULT_TUNING } from "../retrieval/ranking/tuning.js";
 import { inverseDocumentFrequency } from "../retrieval/sparse-index.js";
 import { TimeSlicer } from "../memory/scan.js";
@@ -57,7 +58,10 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   });
   await index.situations.prepare([...SituationVectors.partsOf(text), ...lessons.flatMap((l) => SituationVectors.textsOf(l.situations))]);
   const question = index.situations.questionParts(text);
-  const errorTerms = keyTerms(text);
+  // The error is compared by its failure signature (what failed and how, without what differs between occurrences and
+  // without the words every failure has); an error line too short for that, by its distinctive words.
+  const signature = failureTerms(text);
+  const errorTerms = signature.size >= MIN_SHARED_TERMS ? signature : keyTerms(text);
   const documents = catalog.documentStats(input.owner).count;
   const idf = (term: string): number | undefined => {
     const df = index.sparse.documentFrequency(input.owner, term);

@@ -15,8 +15,8 @@ import { admitCrossRunKnowledge } from "./ranking/cross-run.js";
 import { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
 import { SituationVectors } from "./ranking/situation-match.js";
 import type { LessonSituationIndex } from "./lesson-situation-index.js";
-import { ERROR_MARKER_TERMS, hasHardError } from "./error-words.js";
-import { signatureOf } from "./situations.js";
+import { hasHardError } from "./error-words.js";
+import { failureTerms } from "./situations.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
 export { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
@@ -229,7 +229,7 @@ const MIN_FAILURE_TERMS = 2;
 /** The index terms of the failure signatures of a question's parts that report an error. */
 function failureTermsOf(parts: readonly string[]): ReadonlySet<string>[] {
   return parts.filter(hasHardError).flatMap((part) => {
-    const signature = new Set(terms(signatureOf(part)).filter((term) => !ERROR_MARKER_TERMS.has(term)));
+    const signature = failureTerms(part);
     return signature.size >= MIN_FAILURE_TERMS ? [signature] : [];
   });
 }
