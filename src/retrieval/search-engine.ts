@@ -3,7 +3,7 @@
 // first-phase score with neighbour smoothing; then exact references and the scope's rules and lessons placed.
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { isUnfiltered, type Catalog, type EntryFilter, type RunScope } from "./catalog.js";
-import type { SparseIndex } from "./sparse-index.js";
+import { postingListHolds, type SparseIndex } from "./sparse-index.js";
 import type { DenseSource, VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
 import { modeOf, type Hit, type Scored, type ScoreParts, type ToHit } from "./ranking/hit.js";
@@ -137,7 +137,8 @@ export class SearchEngine {
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
       knowledge: knowledgeByMeaning(catalog, scopes, accept),
-      notForTermsOf: (seq) => this.#lessonSituations.of(seq).notFor.map((situation) => new Set(terms(situation))),
+      holds: termHolder(this.#sparse, catalog),
+      notForTermsOf: (seq) => this.#lessonSituations.notForTermsOf(seq),
       situationFit: (seq) => this.#situations.fit(questionParts, this.#lessonSituations.of(seq)),
       rules: tuning.crossRun,
     });
@@ -221,6 +222,21 @@ function knowledgeByMeaning(catalog: Catalog, scopes: readonly OwnerScope[], acc
     if (!catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)) out.push(seq);
   }
   return out;
+}
+
+/**
+ * Whether an entry's index terms hold a term, read from its owner's posting list (binary search), each list looked up
+ * once per query.
+ */
+function termHolder(sparse: SparseIndex, catalog: Catalog): (seq: number, term: string) => boolean {
+  const lists = new Map<string, Int32Array | undefined>();
+  return (seq, term) => {
+    const owner = catalog.ownerOf(seq);
+    const key = `${owner}\u0000${term}`;
+    let list = lists.get(key);
+    if (list === undefined && !lists.has(key)) lists.set(key, (list = sparse.list(owner, term)));
+    return list !== undefined && postingListHolds(list, seq);
+  };
 }
 
 /** Failure signatures of fewer terms say too little to tell one failure from another. */

@@ -1,6 +1,6 @@
 // Knowledge reaching a question from the owner's other runs (global lessons and rules, and lessons auditioning for
 // that scope) must bear on the question, or it misleads: a lesson about another pitfall of a similar task is worse
-// than no lesson. A candidate bears on the question in one of two ways:
+// than no lesson. A candidate bears on the question in one of three ways:
 // - by words: the question's distinctive words are largely its own, and the question meets one of its conditions
 //   (the situations it was learned in, e.g. `while <task>`). Weights are IDF among the owner's entries, so words
 //   every run of a kind shares count little and the words naming the situation count most;
@@ -13,7 +13,7 @@
 //   failure is told in few words, so a question that holds other lines (the task) would dilute them; and a lesson is
 //   about its failure in all of its text (its remedy names the component, its diagnosis the cause), not only in the
 //   symptom it was learned from. Considered for every cross-run lesson too.
-// Either way, a lesson is left out where the question is closer to a situation it was surfaced in and did not apply
+// Any way, a lesson is left out where the question is closer to a situation it was surfaced in and did not apply
 // to than to any it is for; only those close to the best are kept, and only the best few.
 import type { Catalog } from "../catalog.js";
 import type { Scored, ScoreParts } from "./hit.js";
@@ -67,6 +67,11 @@ export interface CrossRunInput {
   readonly failureTerms: readonly ReadonlySet<string>[];
   /** A candidate's stored index terms. */
   readonly termsOf: (seq: number) => ReadonlySet<string>;
+  /**
+   * Whether a candidate's index terms hold a term, without reading them whole: every cross-run lesson is compared
+   * with the question's failure lines, and most share no term with them.
+   */
+  readonly holds: (seq: number, term: string) => boolean;
   /** The index terms of each of a candidate's conditions; empty when it has none. */
   readonly conditionsOf: (seq: number) => readonly ReadonlySet<string>[];
   /** How many of the owner's entries hold a term, and how many entries the owner has. */
@@ -90,14 +95,14 @@ export function admitCrossRunKnowledge(input: CrossRunInput): void {
   const considered = new Set([...scores.keys()].filter((seq) => input.isCrossRun(seq)));
   for (const seq of input.knowledge) if (input.isCrossRun(seq)) considered.add(seq);
   if (considered.size === 0) return;
-  const admitted: { seq: number; strength: number }[] = [];
+  const admitted: { seq: number; strength: number; failureBearing: number }[] = [];
+  const failures = new FailureLines(input);
   for (const seq of considered) {
     const fit = input.situationFit(seq);
     if (fit.against >= rules.minSituationFit && fit.against >= fit.bearing) continue;
-    const failure = failureFit(input, seq);
-    if (failure.against >= rules.minFailureCoverage && failure.against >= failure.bearing) continue;
+    const failureBearing = failures.bearing(seq);
     const byMeaning = fit.bearing >= rules.minSituationFit ? fit.bearing : 0;
-    const byFailure = failure.bearing >= rules.minFailureCoverage ? failure.bearing : 0;
+    const byFailure = failureBearing >= rules.minFailureCoverage ? failureBearing : 0;
     let byWords = 0;
     if (scores.has(seq)) {
       for (const queryTerms of input.questionTerms) {
@@ -106,11 +111,18 @@ export function admitCrossRunKnowledge(input: CrossRunInput): void {
       }
     }
     const strength = Math.max(byMeaning, byWords, byFailure);
-    if (strength > 0) admitted.push({ seq, strength });
+    if (strength > 0) admitted.push({ seq, strength, failureBearing });
   }
   admitted.sort((a, b) => b.strength - a.strength || b.seq - a.seq);
-  const best = admitted[0]?.strength ?? 0;
-  const kept = admitted.filter((a) => a.strength >= rules.relativeFloor * best).slice(0, rules.maximum);
+  const kept: { seq: number; strength: number }[] = [];
+  for (const candidate of admitted) {
+    if (kept.length >= rules.maximum || candidate.strength < rules.relativeFloor * (kept[0]?.strength ?? 0)) break;
+    // Surfaced for a failure that reads like this one and reported as not applying there: it stays out. Judged only
+    // for the few that would be kept, in order, as the not_for situations of every candidate would cost too much.
+    const against = failures.against(candidate.seq);
+    if (against >= rules.minFailureCoverage && against >= candidate.failureBearing) continue;
+    kept.push(candidate);
+  }
   const keptSeqs = new Set(kept.map((a) => a.seq));
   for (const seq of considered) if (!keptSeqs.has(seq)) scores.delete(seq);
   // Found by meaning, a lesson may have scored little or not at all in the first phase: it ranks by its fit, against
@@ -128,30 +140,65 @@ function situationalParts(strength: number): ScoreParts {
 }
 
 /**
- * How the question's failure lines meet a candidate: the best share of a line's signature terms the candidate holds,
- * and the best share one of the situations it did not apply to holds.
+ * The question's failure lines as a candidate is compared with them: the IDF weights of their terms among the
+ * candidate owner's entries, computed once per owner, not once per candidate.
  */
-function failureFit(input: CrossRunInput, seq: number): { bearing: number; against: number } {
-  if (input.failureTerms.length === 0) return { bearing: 0, against: 0 };
-  const owner = input.catalog.ownerOf(seq);
-  const held = input.termsOf(seq);
-  const notFor = input.notForTermsOf(seq);
-  let bearing = 0;
-  let against = 0;
-  for (const failure of input.failureTerms) {
-    bearing = Math.max(bearing, heldShare(input, owner, failure, held));
-    for (const situation of notFor) against = Math.max(against, heldShare(input, owner, failure, situation));
+class FailureLines {
+  readonly #input: CrossRunInput;
+  readonly #byOwner = new Map<number, readonly WeightedLine[]>();
+
+  constructor(input: CrossRunInput) {
+    this.#input = input;
   }
-  return { bearing, against };
+
+  /** The best IDF-weighted share of a failure line's terms the candidate holds; 0 without failure lines. */
+  bearing(seq: number): number {
+    let best = 0;
+    for (const line of this.#lines(seq)) best = Math.max(best, share(line, (term) => this.#input.holds(seq, term)));
+    return best;
+  }
+
+  /** The best share of a failure line's terms one of the situations the candidate did not apply to holds. */
+  against(seq: number): number {
+    const notFor = this.#input.notForTermsOf(seq);
+    if (notFor.length === 0) return 0;
+    let best = 0;
+    for (const line of this.#lines(seq)) for (const situation of notFor) best = Math.max(best, share(line, (term) => situation.has(term)));
+    return best;
+  }
+
+  #lines(seq: number): readonly WeightedLine[] {
+    if (this.#input.failureTerms.length === 0) return [];
+    const owner = this.#input.catalog.ownerOf(seq);
+    let lines = this.#byOwner.get(owner);
+    if (lines === undefined) {
+      lines = this.#input.failureTerms.map((line) => {
+        const terms = [...line].map((term) => ({ term, weight: idf(this.#input, owner, term) }));
+        return { terms, total: terms.reduce((sum, t) => sum + t.weight, 0) };
+      });
+      this.#byOwner.set(owner, lines);
+    }
+    return lines;
+  }
+}
+
+interface WeightedLine {
+  readonly terms: readonly { readonly term: string; readonly weight: number }[];
+  readonly total: number;
+}
+
+/** Share of a line's weight whose terms `held` says are held. */
+function share(line: WeightedLine, held: (term: string) => boolean): number {
+  if (line.total === 0) return 0;
+  let shared = 0;
+  for (const { term, weight } of line.terms) if (held(term)) shared += weight;
+  return shared / line.total;
 }
 
 /** IDF-weighted share of the question's terms the candidate holds. */
 function coverage(input: CrossRunInput, queryTerms: ReadonlySet<string>, seq: number): number {
-  return heldShare(input, input.catalog.ownerOf(seq), queryTerms, input.termsOf(seq));
-}
-
-/** IDF-weighted share (among the owner's entries) of `queryTerms` that `held` holds. */
-function heldShare(input: CrossRunInput, owner: number, queryTerms: ReadonlySet<string>, held: ReadonlySet<string>): number {
+  const owner = input.catalog.ownerOf(seq);
+  const held = input.termsOf(seq);
   let total = 0;
   let shared = 0;
   for (const term of queryTerms) {
