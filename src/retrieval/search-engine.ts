@@ -131,7 +131,7 @@ export class SearchEngine {
       scores,
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
       questionTerms: lines.map((part) => new Set(terms(part))),
-      failureTerms: failureTermsOf(lines),
+      failureTerms: failureTermsOf(lines, tuning.crossRun.minSharedFailureTerms),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
       conditionsOf: (seq) => this.#lessonSituations.of(seq).conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
@@ -239,14 +239,14 @@ function termHolder(sparse: SparseIndex, catalog: Catalog): (seq: number, term: 
   };
 }
 
-/** Failure signatures of fewer terms say too little to tell one failure from another. */
-const MIN_FAILURE_TERMS = 2;
-
-/** The index terms of the failure signatures of a question's parts that report an error. */
-function failureTermsOf(parts: readonly string[]): ReadonlySet<string>[] {
+/**
+ * The index terms of the failure signatures of a question's parts that report an error; a signature of fewer than
+ * `minTerms` terms says too little to tell one failure from another.
+ */
+function failureTermsOf(parts: readonly string[], minTerms: number): ReadonlySet<string>[] {
   return parts.filter(hasHardError).flatMap((part) => {
     const signature = failureTerms(part);
-    return signature.size >= MIN_FAILURE_TERMS ? [signature] : [];
+    return signature.size >= minTerms ? [signature] : [];
   });
 }
 

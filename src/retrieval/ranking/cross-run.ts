@@ -51,6 +51,8 @@ export interface CrossRunRules {
    * also the least share of them a situation it did not apply to holds that keeps it out.
    */
   readonly minFailureCoverage: number;
+  /** Terms of a failure line's signature a lesson must hold, at least, to bear on it by its failure. */
+  readonly minSharedFailureTerms: number;
 }
 
 export interface CrossRunInput {
@@ -153,8 +155,9 @@ class FailureLines {
 
   /** The best IDF-weighted share of a failure line's terms the candidate holds; 0 without failure lines. */
   bearing(seq: number): number {
+    const minShared = this.#input.rules.minSharedFailureTerms;
     let best = 0;
-    for (const line of this.#lines(seq)) best = Math.max(best, share(line, (term) => this.#input.holds(seq, term)));
+    for (const line of this.#lines(seq)) best = Math.max(best, failureShare(line, (term) => this.#input.holds(seq, term), minShared));
     return best;
   }
 
@@ -163,7 +166,8 @@ class FailureLines {
     const notFor = this.#input.notForTermsOf(seq);
     if (notFor.length === 0) return 0;
     let best = 0;
-    for (const line of this.#lines(seq)) for (const situation of notFor) best = Math.max(best, share(line, (term) => situation.has(term)));
+    const minShared = this.#input.rules.minSharedFailureTerms;
+    for (const line of this.#lines(seq)) for (const situation of notFor) best = Math.max(best, failureShare(line, (term) => situation.has(term), minShared));
     return best;
   }
 
@@ -172,27 +176,40 @@ class FailureLines {
     const owner = this.#input.catalog.ownerOf(seq);
     let lines = this.#byOwner.get(owner);
     if (lines === undefined) {
-      lines = this.#input.failureTerms.map((line) => {
-        const terms = [...line].map((term) => ({ term, weight: idf(this.#input, owner, term) }));
-        return { terms, total: terms.reduce((sum, t) => sum + t.weight, 0) };
-      });
+      lines = this.#input.failureTerms.map((line) => weighFailureLine(line, (term) => idf(this.#input, owner, term)));
       this.#byOwner.set(owner, lines);
     }
     return lines;
   }
 }
 
-interface WeightedLine {
+/** A failure line's signature terms, each with its weight (IDF among the owner's entries), and their sum. */
+export interface WeightedLine {
   readonly terms: readonly { readonly term: string; readonly weight: number }[];
   readonly total: number;
 }
 
-/** Share of a line's weight whose terms `held` says are held. */
-function share(line: WeightedLine, held: (term: string) => boolean): number {
+/**
+ * A failure line's terms weighed (by IDF among the owner's entries). A term no entry holds keeps its weight, the
+ * highest: it cannot be matched, and it says the failure may be one memory has not met, so a lesson that holds only
+ * the rest is less likely about it.
+ */
+export function weighFailureLine(terms: Iterable<string>, weight: (term: string) => number): WeightedLine {
+  const weighed = [...terms].map((term) => ({ term, weight: weight(term) }));
+  return { terms: weighed, total: weighed.reduce((sum, t) => sum + t.weight, 0) };
+}
+
+/** Share of a failure line's weight whose terms `held` says are held; 0 when fewer than `minShared` are. */
+export function failureShare(line: WeightedLine, held: (term: string) => boolean, minShared: number): number {
   if (line.total === 0) return 0;
   let shared = 0;
-  for (const { term, weight } of line.terms) if (held(term)) shared += weight;
-  return shared / line.total;
+  let count = 0;
+  for (const { term, weight } of line.terms) {
+    if (!held(term)) continue;
+    shared += weight;
+    count++;
+  }
+  return count < minShared ? 0 : shared / line.total;
 }
 
 /** IDF-weighted share of the question's terms the candidate holds. */

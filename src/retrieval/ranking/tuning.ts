@@ -53,5 +53,6 @@ export const DEFAULT_TUNING: SearchTuning = {
     maximum: 3,
     minSituationFit: 0.8,
     minFailureCoverage: 0.35,
+    minSharedFailureTerms: 3,
   },
 };
