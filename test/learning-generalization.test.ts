@@ -1,8 +1,9 @@
 // Learning that generalizes, over REST, Connect and gRPC: lessons reflected from a run's traces keep the failure
 // signatures of their situations; an outcome credits a lesson in the situation where it was used (a lesson surfaced
 // for a failure it is not about is dissociated from that failure, not penalised; a fix that fails in its own situation
-// is penalised until quarantined); a lesson is found by the meaning of a failure worded otherwise, and learns the
-// situations it helped in; diagnose answers with a floor; and none of it crosses owners.
+// is penalised until quarantined); a lesson is found by the meaning of a failure worded otherwise, or by that failure's
+// words in the whole of the lesson (its remedy and diagnosis, not only its symptom), and learns the situations it
+// helped in; diagnose answers with a floor; and none of it crosses owners.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./harness/server.js";
 import { type Caller, type JsonObject, type TransportName } from "./harness/callers.js";
@@ -59,6 +60,24 @@ const MAIL_FIX = "archived the oldest messages to free space in the inbox, then 
  */
 const MAIL_PARAPHRASE = "W0317 11:02:17.482113 4411 relay.go:88] email gateway denied the letter: user mailbox full";
 const MAIL_PARAPHRASE_TASK = "task: Send the quarterly invoice digest to customers";
+
+/**
+ * A load that fails because the archiver filled the disk, with the diagnosis and the fix the run recorded: the lesson
+ * learned from it names the archiver and its volume in its remedy and situations, not only the symptom.
+ */
+function diskRun(): JsonObject[] {
+  return [
+    trace("task: Load the March click logs into the warehouse"),
+    trace("tool_call: psql -f load_clicks.sql"),
+    trace('2026-03-02T08:01:44Z ERROR psql: could not extend file "base/16384/2619": No space left on device'),
+    trace("thought: the WAL archive filled the data volume because archive_command kept failing"),
+    trace("action: fixed archive_command, pruned the stale WAL segments from the data volume and reran the load"),
+    trace("result: the load finished; the fix worked"),
+  ];
+}
+/** The same pitfall met again, logged by the archiver itself in glog format: no word in common with the psql line. */
+const DISK_PARAPHRASE = "E0412 07:55:02.114233 812 archiver.go:41] archiving failed for 312 WAL segments; the data volume is filling up";
+const DISK_PARAPHRASE_TASK = "task: Rebuild the sessions rollup for April";
 
 /** An expired TLS certificate, on `host` at `at`: unrelated to either pitfall. */
 function tlsError(at: string, host: string): string {
@@ -409,6 +428,29 @@ describe("situations by meaning", () => {
     await ingestAndWait(rest(), key, "tls-fixed", [...tlsRun("2026-03-04T10:00:00Z", "pricing.partner.example"), trace("action: renewed the certificate with certbot and reloaded nginx"), trace("result: the feed upload worked")]);
     await ok(rest(), L.reflect, { run_id: "tls-fixed" }, key);
     expect((await situationsOf(rest(), key, "kafka-a", id)).situations).toHaveLength(2);
+  });
+});
+
+describe("situations by their failure", () => {
+  it("finds a lesson for a failure worded otherwise whose words are in the lesson's remedy and diagnosis, not its symptom", async () => {
+    const key = await fresh("failure-words");
+    const id = await learnAndAudition(rest(), key, "disk-a", diskRun(), 2);
+    const question = `${DISK_PARAPHRASE_TASK}\n${DISK_PARAPHRASE}`;
+    // Not one index term in common with the error the lesson was learned from; the word vectors of the two failure
+    // signatures (and of the diagnosis, at 0.68) are below the server's 0.8: neither words nor meaning find it that way.
+    const symptom = String(diskRun()[2]?.["text"]);
+    const mine = new Set(terms(symptom));
+    expect(terms(DISK_PARAPHRASE).filter((t) => mine.has(t))).toEqual([]);
+
+    // Its signature's words (archiving, WAL segments, data volume, filling) are in the lesson's remedy and situations.
+    expect(await contextIds(rest(), key, "disk-b", question)).toContain(id);
+    expect(await queryIds(rest(), key, "disk-b", DISK_PARAPHRASE)).toContain(id);
+    expect(idsOf((await diagnose(rest(), key, DISK_PARAPHRASE))["failure_lessons"] as JsonObject[])).toContain(id);
+    // The task alone does not bring it, nor a failure that shares only the words of failing and the tool's name.
+    expect(await contextIds(rest(), key, "disk-b", DISK_PARAPHRASE_TASK)).not.toContain(id);
+    const unrelated = "2026-04-12T08:00:00Z ERROR psql: could not connect to the sessions database: connection refused";
+    expect(await contextIds(rest(), key, "disk-b", `${DISK_PARAPHRASE_TASK}\n${unrelated}`)).not.toContain(id);
+    expect(idsOf((await diagnose(rest(), key, unrelated))["failure_lessons"] as JsonObject[])).not.toContain(id);
   });
 });
 

@@ -1,8 +1,8 @@
 // Diagnosis: for an error, the failure lessons and rules that are about it (best first) and the owner's past failures
 // of the same kind with what fixed them, summed up in a sentence or two. A ranked answer with a floor: a lesson is
-// about the error when the error's distinctive words are largely its own, or when the error's failure signature is
-// close to one of the situations the lesson is for (retrieval/ranking/situation-match.ts); never when the error is
-// closer to a situation it was surfaced in and did not apply to. Only those close to the best are returned, so an
+// about the error when the words of the error's failure signature are largely its own, or when that signature is close
+// to one of the situations the lesson is for (retrieval/ranking/situation-match.ts); never when the error is closer to
+// a situation it was surfaced in and did not apply to. Only those close to the best are returned, so an
 // error that matches nothing gets nothing.
 import { isUntrustedKnowledge } from "../memory/evidence-trust.js";
 import type { MemoryIndex } from "../memory/memory-index.js";
@@ -12,6 +12,8 @@ import { lessonTypeOf } from "./lesson-listing.js";
 import { searchLessons } from "./lesson-search.js";
 import { keyTerms } from "./extraction/term-sets.js";
 import { SituationVectors } from "../retrieval/ranking/situation-match.js";
+import { failureTerms } from "../retrieval/situations.js";
+import { failureShare, weighFailureLine } from "../retrieval/ranking/cross-run.js";
 import { DEFAULT_TUNING } from "../retrieval/ranking/tuning.js";
 import { inverseDocumentFrequency } from "../retrieval/sparse-index.js";
 import { TimeSlicer } from "../memory/scan.js";
@@ -23,8 +25,16 @@ const MAX_STEP_OUTCOMES = 5_000;
 const CANDIDATES = 200;
 /** Share of the error's terms a past failure's rationale must contain to count as the same failure. */
 const SAME_FAILURE_OVERLAP = 0.4;
-/** IDF-weighted share of the error's terms a lesson must hold to be about it by its words. */
+/**
+ * IDF-weighted share of the error's distinctive terms known to memory a lesson must hold to be about it by its words,
+ * for an error too short to be compared by its failure signature…
+ */
 export const DIAGNOSE_MIN_COVERAGE = 0.5;
+/**
+ * …and for one that is: then a lesson holding nearly all of its known words is about it, whatever the words memory has
+ * not met (a store that never saw "max clients reached" still knows a lesson on "Redis connection pool exhausted").
+ */
+const KNOWN_WORDS_COVERAGE = 0.8;
 /** Distinctive terms of the error a lesson must share to be about it by its words. */
 const MIN_SHARED_TERMS = 2;
 /** Share of the best match's strength a lesson must reach to be returned. */
@@ -57,13 +67,22 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
   });
   await index.situations.prepare([...SituationVectors.partsOf(text), ...lessons.flatMap((l) => SituationVectors.textsOf(l.situations))]);
   const question = index.situations.questionParts(text);
-  const errorTerms = keyTerms(text);
   const documents = catalog.documentStats(input.owner).count;
+  const rules = DEFAULT_TUNING.crossRun;
+  // The error is compared by its failure signature (what failed and how, without what differs between occurrences and
+  // without the words every failure has) as cross-run ranking compares a failure line (ranking/cross-run.ts), and by
+  // its distinctive words known to memory; an error too short for a signature, by those words alone.
+  const signature = failureTerms(text);
+  const failure =
+    signature.size >= rules.minSharedFailureTerms
+      ? weighFailureLine(signature, (term) => inverseDocumentFrequency(documents, index.sparse.documentFrequency(input.owner, term)))
+      : undefined;
+  const errorTerms = keyTerms(text);
   const idf = (term: string): number | undefined => {
     const df = index.sparse.documentFrequency(input.owner, term);
     return df === 0 ? undefined : inverseDocumentFrequency(documents, df);
   };
-  const minFit = DEFAULT_TUNING.crossRun.minSituationFit;
+  const minFit = rules.minSituationFit;
   const about: { record: EntryRecord; strength: number; score: number }[] = [];
   for (const { match, record, situations } of lessons) {
     const kind = lessonTypeOf(record);
@@ -73,11 +92,15 @@ export async function diagnose(index: MemoryIndex, entries: EntryStore, outcomes
     if (input.userId !== "" && record.userId !== "" && record.userId !== input.userId) continue;
     const fit = index.situations.fit(question, situations);
     if (fit.against >= minFit && fit.against >= fit.bearing) continue;
-    const covered = coverage(errorTerms, new Set(entries.termsOf(match.seq)?.keys() ?? []), idf);
+    const held = new Set(entries.termsOf(match.seq)?.keys() ?? []);
+    const covered = Math.max(
+      atLeast(coverage(errorTerms, held, idf), failure === undefined ? DIAGNOSE_MIN_COVERAGE : KNOWN_WORDS_COVERAGE),
+      failure === undefined ? 0 : atLeast(failureShare(failure, (term) => held.has(term), rules.minSharedFailureTerms), rules.minFailureCoverage),
+    );
     // A lesson naming the error class the caller gave (`ETIMEDOUT`, `TypeError`) is about that error.
     const namesType = typeWord !== "" && `${record.content} ${record.metadataJson}`.toLowerCase().includes(typeWord);
     const strength = Math.max(
-      covered >= DIAGNOSE_MIN_COVERAGE ? covered : 0,
+      covered,
       fit.bearing >= minFit ? fit.bearing : 0,
       namesType ? minFit : 0,
     );
@@ -148,6 +171,11 @@ function coverage(errorTerms: ReadonlySet<string>, held: ReadonlySet<string>, id
     count++;
   }
   return total === 0 || count < MIN_SHARED_TERMS ? 0 : shared / total;
+}
+
+/** `value` when it reaches `min`, else 0. */
+function atLeast(value: number, min: number): number {
+  return value >= min ? value : 0;
 }
 
 function clip(text: string): string {

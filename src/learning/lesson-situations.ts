@@ -7,7 +7,7 @@ import { terms } from "../retrieval/text.js";
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { chunkedVisibleSeqs } from "../memory/scan.js";
 import { isFailedOutcome, type EvidenceItem } from "./evidence.js";
-import { hasHardError } from "./extraction/lesson-text.js";
+import { hasHardError } from "../retrieval/error-words.js";
 import type { OutcomeStore } from "./outcome-store.js";
 
 /** Failure signatures a candidate lesson takes from its evidence, and a run's situation at most. */

@@ -8,6 +8,7 @@ import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { GENERIC_TERMS } from "./extraction/term-sets.js";
 import { searchLessons } from "./lesson-search.js";
 import { remedyTerms } from "./lesson-situations.js";
+import { terms } from "../retrieval/text.js";
 
 /** Share of the smaller of two fixes' terms the other must hold for them to be the same fix. */
 const SAME_FIX_CONTAINMENT = 0.5;
@@ -18,9 +19,19 @@ const NEIGHBOURS = 12;
 /** Lessons a candidate adds its situations to at most. */
 const MAX_MATCHES = 3;
 
-/** A lesson's fix: the distinctive terms of its text beyond its conditions and situations. */
+/**
+ * The words of the lessons' own phrasing (failure-lessons.ts, the LLM extractor's "When <symptom>, <fix> (instead of
+ * <what failed>)"): every lesson of a kind has them, so they say nothing of which fix it is. Taken as fix words, every
+ * lesson that found no fix ("do not retry the same approach unchanged: no fix was found") had the same fix as every
+ * other, and they passed each other's situations around.
+ */
+const PHRASING_TERMS = new Set(terms("when do not retry the same approach unchanged no fix was found in step it succeeded on a later attempt avoid always never apply what worked"));
+/** What failed, not the fix: "(instead of …)", and how often it failed: "(it failed 3 times …)". */
+const NOT_THE_FIX = /\((?:instead of|it failed)\b[^)]*\)?/gi;
+
+/** A lesson's fix: the distinctive terms of its text beyond its conditions, its situations and what failed. */
 function fixTerms(content: string, situational: readonly string[]): Set<string> {
-  return new Set(remedyTerms(content, situational).filter((t) => !GENERIC_TERMS.has(t)));
+  return new Set(remedyTerms(content.replace(NOT_THE_FIX, " "), situational).filter((t) => !GENERIC_TERMS.has(t) && !PHRASING_TERMS.has(t)));
 }
 
 function sameFix(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {

@@ -3,7 +3,7 @@
 // first-phase score with neighbour smoothing; then exact references and the scope's rules and lessons placed.
 import type { EntryRecord, EntryStore } from "../storage/entry-store.js";
 import { isUnfiltered, type Catalog, type EntryFilter, type RunScope } from "./catalog.js";
-import type { SparseIndex } from "./sparse-index.js";
+import { postingListHolds, type SparseIndex } from "./sparse-index.js";
 import type { DenseSource, VectorIndex } from "./vector-index.js";
 import { terms } from "./text.js";
 import { modeOf, type Hit, type Scored, type ScoreParts, type ToHit } from "./ranking/hit.js";
@@ -17,6 +17,8 @@ import { SituationVectors } from "./ranking/situation-match.js";
 import { rewardPhrases } from "./ranking/phrase-match.js";
 import { rewardTimes } from "./ranking/time-match.js";
 import type { LessonSituationIndex } from "./lesson-situation-index.js";
+import { hasHardError } from "./error-words.js";
+import { failureTerms } from "./situations.js";
 
 export { modeOf, type Hit, type RetrievalMode, type ScoreParts } from "./ranking/hit.js";
 export { DEFAULT_TUNING, type Budget, type RankBy, type SearchTuning } from "./ranking/tuning.js";
@@ -127,16 +129,20 @@ export class SearchEngine {
     rewardPhrases(scores, req.text, (seq) => this.#entries.get(seq)?.content, tuning.phrase);
     rewardTimes(scores, req.text, (seq) => catalog.occurrence(seq), tuning.time);
     const questionParts = this.#situations.questionParts(req.text);
+    const lines = SituationVectors.partsOf(req.text);
     admitCrossRunKnowledge({
       catalog,
       scores,
       isCrossRun: (seq) => catalog.isGlobalLesson(seq) && !scopedRuns.has(catalog.runOf(seq)),
-      questionTerms: SituationVectors.partsOf(req.text).map((part) => new Set(terms(part))),
+      questionTerms: lines.map((part) => new Set(terms(part))),
+      failureTerms: failureTermsOf(lines, tuning.crossRun.minSharedFailureTerms),
       termsOf: (seq) => new Set(this.#entries.termsOf(seq)?.keys() ?? []),
       conditionsOf: (seq) => this.#lessonSituations.of(seq).conditions.map((c) => new Set(terms(c))),
       documentFrequency: (owner, term) => this.#sparse.documentFrequency(owner, term),
       documentCount: (owner) => catalog.documentStats(owner).count,
       knowledge: knowledgeByMeaning(catalog, scopes, accept),
+      holds: termHolder(this.#sparse, catalog),
+      notForTermsOf: (seq) => this.#lessonSituations.notForTermsOf(seq),
       situationFit: (seq) => this.#situations.fit(questionParts, this.#lessonSituations.of(seq)),
       rules: tuning.crossRun,
     });
@@ -220,6 +226,32 @@ function knowledgeByMeaning(catalog: Catalog, scopes: readonly OwnerScope[], acc
     if (!catalog.isWithheld(seq) && !catalog.isStale(seq) && accept(seq)) out.push(seq);
   }
   return out;
+}
+
+/**
+ * Whether an entry's index terms hold a term, read from its owner's posting list (binary search), each list looked up
+ * once per query.
+ */
+function termHolder(sparse: SparseIndex, catalog: Catalog): (seq: number, term: string) => boolean {
+  const lists = new Map<string, Int32Array | undefined>();
+  return (seq, term) => {
+    const owner = catalog.ownerOf(seq);
+    const key = `${owner}\u0000${term}`;
+    let list = lists.get(key);
+    if (list === undefined && !lists.has(key)) lists.set(key, (list = sparse.list(owner, term)));
+    return list !== undefined && postingListHolds(list, seq);
+  };
+}
+
+/**
+ * The index terms of the failure signatures of a question's parts that report an error; a signature of fewer than
+ * `minTerms` terms says too little to tell one failure from another.
+ */
+function failureTermsOf(parts: readonly string[], minTerms: number): ReadonlySet<string>[] {
+  return parts.filter(hasHardError).flatMap((part) => {
+    const signature = failureTerms(part);
+    return signature.size >= minTerms ? [signature] : [];
+  });
 }
 
 /** Share of the query's terms the entry contains. */

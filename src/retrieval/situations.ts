@@ -2,6 +2,8 @@
 // that taught or confirmed it) and the situations it was surfaced in and did not apply to. A failure signature is an
 // error line with what changes from one occurrence to the next taken out — timestamps, log levels and prefixes, ids,
 // hosts, ports, paths, numbers — so that the same failure logged by another host, tool or format reads alike.
+import { ERROR_MARKER_TERMS } from "./error-words.js";
+import { terms } from "./text.js";
 
 /** Situations a lesson keeps of each kind: the most recent are kept. */
 export const MAX_SITUATIONS = 16;
@@ -88,6 +90,14 @@ export function signatureOf(text: string): string {
     .filter((w) => w.length > 1 || /\d/.test(w))
     .flatMap(identifierWords);
   return kept.join(" ").toLowerCase().slice(0, SIGNATURE_CHARS).trim();
+}
+
+/**
+ * The index terms of a failure line's signature that say what failed and how: the words that only say that something
+ * failed ("error", "failed", "cannot") taken out, since every failure line has them.
+ */
+export function failureTerms(text: string): Set<string> {
+  return new Set(terms(signatureOf(text)).filter((term) => !ERROR_MARKER_TERMS.has(term)));
 }
 
 /**

@@ -4,17 +4,11 @@ import { sentences } from "../../retrieval/text.js";
 import { clip, collapse, lowerFirst, statementBody, stripEnd, stripLabel, stripSubject } from "./phrasing.js";
 import { attemptPhrase } from "./verb-forms.js";
 import { withoutLogPrefix } from "../../retrieval/situations.js";
+import { hasHardError } from "../../retrieval/error-words.js";
 
 // The vocabularies run on every sentence of every item, so they are plain case-insensitive patterns: the unicode flag
-// makes these alternations several times slower and nothing in them needs it.
+// makes these alternations several times slower and nothing in them needs it. Error vocabulary: retrieval/error-words.ts.
 
-/** Error vocabulary: words, error codes (ECONNREFUSED, npm's ERR!) and HTTP 4xx/5xx statuses in context. */
-const ERROR_WORDS =
-  /\b(?:errors?|errored|erroring|err|fail(?:s|ed|ing|ures?)?|exceptions?|timed?[ -]?out|timeouts?|refused|denied|forbidden|unauthori[sz]ed|crash(?:ed|es|ing)?|panic(?:ked|s)?|broken|unable to|could ?n[o'’]t|cannot|can[o'’]?t|not found|rejected|invalid|traceback|segfault|segmentation fault|out of memory|oom(?:killed)?|deadlock(?:ed|s)?|abort(?:ed|s)?|outage|corrupt(?:ed|ion)?|e(?:conn[a-z]+|timedout|noent|acces|perm|addrinuse|pipe|notfound|hostunreach|netunreach|mfile))\b/i;
-const HTTP_ERROR =
-  /\b(?:http|status|code|returned|got|error|response|with)\s*:?\s*[45]\d\d\b|\b[45]\d\d\s+(?:error|bad request|unauthori[sz]ed|forbidden|not found|conflict|too many requests|internal server error|bad gateway|service unavailable|gateway time-?out)\b/i;
-/** "no errors", "without failures": error words that report their absence. */
-const ABSENT_ERROR = /\b(?:no|without|zero|0)\s+(?:errors?|failures?|exceptions?|crash(?:es)?|timeouts?)\b|\berror[- ]free\b/gi;
 /** A fix that did not happen: "did not work", "still failing", "didn't help". */
 const NEGATED_FIX =
   /\b(?:did ?n[o'’]t|does ?n[o'’]t|do ?n[o'’]t|not|never|no longer|still not)\s+(?:\w+\s+)?(?:fix|fixes|fixed|resolve|resolves|resolved|solve|solves|solved|help|helps|helped|work|works|worked|working|succeed|succeeds|succeeded|pass|passes|passed)\b|\bstill\s+(?:fail(?:s|ed|ing)?|broken|erroring|timing out)\b|\bunresolved\b/i;
@@ -37,12 +31,6 @@ const RULE_WORDS = /\b(?:never|always|do not|don['’]?t|must|avoid|make sure|en
 /** A cheap first look at a whole item: could any sentence of it teach something? */
 export function mayTeach(text: string): boolean {
   return hasError(text) || FIX_WORDS.test(text) || RULE_WORDS.test(text) || PREFERENCE.test(text);
-}
-
-export function hasHardError(text: string): boolean {
-  if (!ERROR_WORDS.test(text) && !HTTP_ERROR.test(text)) return false;
-  const present = text.replace(ABSENT_ERROR, " ");
-  return ERROR_WORDS.test(present) || HTTP_ERROR.test(present);
 }
 
 /** Error vocabulary, including a fix that did not work. */

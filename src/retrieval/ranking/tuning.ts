@@ -58,6 +58,8 @@ export const DEFAULT_TUNING: SearchTuning = {
     relativeFloor: 0.6,
     maximum: 3,
     minSituationFit: 0.8,
+    minFailureCoverage: 0.35,
+    minSharedFailureTerms: 3,
   },
   phrase: { depth: 100, weight: 1, floor: 0.25 },
   time: { weight: 0.2, lagDays: 14 },
