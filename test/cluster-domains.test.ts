@@ -2,7 +2,8 @@
 // three-server NATS JetStream cluster, each a child process on loopback. A write on node A, read on node B with its
 // consistency token, must be seen there exactly as if B had made it: an access grant (and its revocation), core nodes
 // (search, and core pubsub events heard by a subscriber on B), caller vector spaces, an ingest job's entries (read on B
-// with the token of the answer that saw the job completed on A), and agent liveness (the first node of the owner's
+// with the token of the answer that saw the job completed on A), a retention policy (what it expires leaves B's lists
+// and counts at once, and stays expired when the policy is cleared), and agent liveness (the first node of the owner's
 // shard announces its changes once; the other follows without announcing them again).
 import fs from "node:fs";
 import os from "node:os";
@@ -133,6 +134,45 @@ it("an ingest job seen completed on A answers a token with which B reads the job
   expect(job.token, "a read answers the position it was read at").toMatch(/^\d+:\d+$/);
   const read = await succeedOn(nodeB(), "engram.v2.MemoryService/Query", { run_id: "jobs", query: "zqxingest", limit: 10 }, alice, job.token);
   expect(evidenceIds(read)).toHaveLength(2);
+});
+
+it("a retention policy set on A expires entries on B at once, out of every list and count, and for good", async () => {
+  // An entry as old as 2024 (an import keeps its creation time): the policy's day is long over for it, no clock needed.
+  const source = await succeedOn(nodeA(), "engram.v2.MemoryService/Remember", { session_id: "retention-src", content: "The zqxretain cache warms at six." }, bob);
+  const lines: string[] = [];
+  let token = "";
+  do {
+    const page = await succeedOn(nodeA(), "engram.v2.TenantService/ExportTenant", { page_token: token, limit: 1000 }, bob, mergeTokens(usersToken, source.token));
+    lines.push(...(page.body["lines"] as string[]));
+    token = String(page.body["next_page_token"] ?? "");
+  } while (token !== "");
+  const entry = JSON.parse(lines.find((l) => l.includes("zqxretain")) as string) as { kind: string; id: string; record: JsonObject };
+  const old = { ...entry, id: `${entry.id}-old`, record: { ...entry.record, runId: "retention-old", createdAt: Date.UTC(2024, 2, 1), updatedAt: Date.UTC(2024, 2, 1) } };
+  const imported = await succeedOn(nodeA(), "engram.v2.TenantService/ImportTenant", { lines: [JSON.stringify(old)] }, bob);
+  const onB = async (written: string): Promise<{ entries: JsonObject[]; runs: JsonObject[]; policy: unknown }> => {
+    const at = mergeTokens(usersToken, imported.token, written);
+    const activity = await succeedOn(nodeB(), "engram.v2.MemoryService/ListActivity", { run_id: "retention-old", limit: 10 }, bob, at);
+    const runs = await succeedOn(nodeB(), "engram.v2.RunsService/ListRuns", {}, bob, at);
+    const policy = await succeedOn(nodeB(), "engram.v2.RunsService/GetRetentionPolicy", { run_id: "retention-old" }, bob, at);
+    return { entries: activity.body["entries"] as JsonObject[], runs: (runs.body["runs"] as JsonObject[]).filter((r) => r["run_id"] === "retention-old"), policy: policy.body["policy"] };
+  };
+  const before = await onB("");
+  expect(before.entries.map((e) => e["content"])).toEqual(["The zqxretain cache warms at six."]);
+  expect(before.runs.map((r) => r["entry_count"])).toEqual([1]);
+
+  const set = await succeedOn(nodeA(), "engram.v2.RunsService/SetRetentionPolicy", { run_id: "retention-old", policy: { rules: [{ entry_type: "fact", max_age_seconds: 86_400 }] } }, bob);
+  const expired = await onB(set.token);
+  expect(expired.entries, "the policy set on A expired the entry on B").toEqual([]);
+  expect(expired.runs, "and its run left B's run listing").toEqual([]);
+  expect(expired.policy).toMatchObject({ rules: [{ entry_type: "fact", max_age_seconds: "86400" }] });
+  // Alice's memory, on B, is not bob's policy's business.
+  const alices = await succeedOn(nodeB(), "engram.v2.MemoryService/Query", { run_id: "shared", query: "deploy key rotates", mode: "direct_bypass" }, alice, mergeTokens(usersToken, set.token));
+  expect(evidenceIds(alices).length).toBeGreaterThan(0);
+
+  const cleared = await succeedOn(nodeA(), "engram.v2.RunsService/ClearRetentionPolicy", { run_id: "retention-old" }, bob);
+  const after = await onB(cleared.token);
+  expect(after.policy).toBeUndefined();
+  expect(after.entries, "expiry is final on B too").toEqual([]);
 });
 
 it("agent liveness is announced once, by the first node of the shard, which the other node follows", async () => {
