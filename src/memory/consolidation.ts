@@ -109,8 +109,13 @@ export class Consolidator {
         const record = written[i]?.record;
         const entry = prepared[i];
         if (wanted?.[i] === false || record === undefined || entry === undefined || !mergeable(record)) return;
-        const found = this.#candidates.of(record, entry.termFreqs);
-        if (found.length > 0) candidates[i] = found;
+        // A failed check costs a merge, never the indexing of the write it runs inside.
+        try {
+          const found = this.#candidates.of(record, entry.termFreqs);
+          if (found.length > 0) candidates[i] = found;
+        } catch (e: unknown) {
+          this.#logger.warn({ err: e, entry_id: record.id }, "near-duplicates not looked for; the entry stays as written");
+        }
       },
     };
   }
