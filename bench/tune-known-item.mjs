@@ -2,43 +2,27 @@
 // indexes and search, with ranking knobs varied; reports the tuning fold only unless TUNE_REPORT_HELD_OUT=1 (the
 // held-out repositories are looked at only to report a final choice). Not part of `make bench`.
 // Usage: node scripts/build.mjs && TUNE_VARIANTS='[{}, {"semanticWeight": 0}]' node bench/tune-known-item.mjs
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { KINDS, TOP_K, loadMessages, pickQueries, score } from "./lib/agent-traces.mjs";
+import { DEFAULT_TUNING, openEngine } from "./lib/engine-in-process.mjs";
 import { ROOT } from "./lib/server.mjs";
-
-const dist = (p) => import(path.join(ROOT, "dist/src", p));
-const { openStorage } = await dist("storage/database.js");
-const { EntryStore } = await dist("storage/entry-store.js");
-const { WordVectorEmbedder } = await dist("retrieval/embedders/word-vector-embedder.js");
-const { MemoryIndex } = await dist("memory/memory-index.js");
-const { SearchEngine, DEFAULT_TUNING } = await dist("retrieval/search-engine.js");
-const { createLogger } = await dist("platform/logger.js");
-const { newEntry } = await dist("storage/entry-record.js");
 
 const messages = loadMessages(path.resolve(ROOT, process.env.BENCH_TRACES ?? "../shared/data/agent-traces/swe-traces-dev.jsonl.gz"));
 const queries = pickQueries(messages, Number(process.env.BENCH_QUERIES ?? 300));
 const folds = process.env.TUNE_REPORT_HELD_OUT === "1" ? ["tuning", "held_out"] : ["tuning"];
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-tune-known-"));
-const storage = openStorage(dir);
-const entries = new EntryStore(storage);
-const embedder = await WordVectorEmbedder.load();
-const index = new MemoryIndex(storage, entries, embedder, createLogger("silent"));
+const engram = await openEngine("tune-known");
+const { embedder } = engram;
 const messageOfSeq = new Map();
 const RUN = "agent-traces";
 for (let start = 0; start < messages.length; start += 1000) {
   const slice = messages.slice(start, start + 1000);
-  const items = slice.map((m) => ({ entry: newEntry({ owner: 1, runId: RUN, entryType: "trace", content: m.text, occurrenceTime: 0 }) }));
-  const prepared = await index.prepare(items);
-  const written = await entries.append(prepared);
-  index.indexWritten(written, prepared);
-  written.forEach(({ record }, i) => messageOfSeq.set(record.seq, start + i));
+  const seqs = await engram.write(slice.map((m) => ({ runId: RUN, entryType: "trace", content: m.text, occurrenceTime: 0 })));
+  seqs.forEach((seq, i) => messageOfSeq.set(seq, start + i));
 }
 
 async function evaluate(tuning, budget) {
   const ranked = [];
-  const engine = new SearchEngine(entries, index.catalog, index.sparse, index.dense, index.situations, index.lessonSituations, tuning);
+  const engine = engram.searchEngine(tuning);
   for (const q of queries) {
     if (!folds.includes(q.fold)) {
       ranked.push(undefined);
@@ -62,6 +46,4 @@ for (const variant of JSON.parse(process.env.TUNE_VARIANTS ?? "[{}]")) {
     console.log(JSON.stringify(variant), fold, "top1/top10:", cells.join("  "));
   }
 }
-index.close();
-await storage.close();
-fs.rmSync(dir, { recursive: true, force: true });
+await engram.close();

@@ -1,37 +1,21 @@
 // In-process retrieval tuning on LoCoMo: the engine's own indexes and search, with ranking knobs varied.
 // Not part of `make bench`; used to choose DEFAULT_TUNING. Usage: npx tsc -p tsconfig.build.json && node bench/tune-retrieval.mjs
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
+import { DEFAULT_TUNING, openEngine } from "./lib/engine-in-process.mjs";
 import { loadLocomo, recallAt } from "./lib/locomo.mjs";
 import { ROOT } from "./lib/server.mjs";
 
-const dist = (p) => import(path.join(ROOT, "dist/src", p));
-const { openStorage } = await dist("storage/database.js");
-const { EntryStore } = await dist("storage/entry-store.js");
-const { WordVectorEmbedder } = await dist("retrieval/embedders/word-vector-embedder.js");
-const { MemoryIndex } = await dist("memory/memory-index.js");
-const { SearchEngine, DEFAULT_TUNING } = await dist("retrieval/search-engine.js");
-const { createLogger } = await dist("platform/logger.js");
-const { newEntry } = await dist("storage/entry-record.js");
-
 const { conversations } = loadLocomo(path.resolve(ROOT, process.env.BENCH_LOCOMO ?? "../shared/data/locomo_dev.json"));
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "engram-tune-"));
-const storage = openStorage(dir);
-const entries = new EntryStore(storage);
-const embedder = await WordVectorEmbedder.load();
-const index = new MemoryIndex(storage, entries, embedder, createLogger("silent"));
+const engram = await openEngine("tune");
+const { embedder } = engram;
 const diaOfSeq = new Map();
 for (const conv of conversations) {
-  const items = conv.entries.map((e) => ({ entry: newEntry({ owner: 1, runId: conv.id, entryType: "fact", content: e.content, occurrenceTime: e.occurrenceTime }) }));
-  const prepared = await index.prepare(items);
-  const written = await entries.append(prepared);
-  index.indexWritten(written, prepared);
-  written.forEach(({ record }, i) => diaOfSeq.set(record.seq, conv.entries[i].diaId));
+  const seqs = await engram.write(conv.entries.map((e) => ({ runId: conv.id, entryType: "fact", content: e.content, occurrenceTime: e.occurrenceTime })));
+  seqs.forEach((seq, i) => diaOfSeq.set(seq, conv.entries[i].diaId));
 }
 
 async function evaluate(tuning, budget = "mid") {
-  const engine = new SearchEngine(entries, index.catalog, index.sparse, index.dense, index.situations, index.lessonSituations, tuning);
+  const engine = engram.searchEngine(tuning);
   const sums = { r5: 0, r10: 0, r20: 0 };
   const byConversation = {};
   let n = 0;
@@ -62,6 +46,4 @@ for (const variant of variants) {
   const result = await evaluate({ ...DEFAULT_TUNING, ...variant }, variant.budget ?? "mid");
   console.log(JSON.stringify(variant), `R@5 ${result.r5.toFixed(1)}  R@10 ${result.r10.toFixed(1)}  R@20 ${result.r20.toFixed(1)}  (${result.folds.join(", ")})`);
 }
-index.close();
-await storage.close();
-fs.rmSync(dir, { recursive: true, force: true });
+await engram.close();
