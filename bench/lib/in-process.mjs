@@ -1,9 +1,7 @@
 // A built Engram started inside the bench's own process (for benches that need its test hooks or a clock they
 // control), on an ephemeral loopback port with a fresh data directory, and a JSON caller with its admin key.
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { ROOT } from "./server.mjs";
+import { ROOT, tempDir } from "./server.mjs";
 
 const { startEngram } = await import(path.join(ROOT, "dist/src/app.js"));
 const { loadConfig } = await import(path.join(ROOT, "dist/src/platform/config.js"));
@@ -15,7 +13,8 @@ const { mintApiKey } = await import(path.join(ROOT, "dist/src/auth/api-key.js"))
  * (e.g. `memoryNow`). `call(method, route, body)` answers parsed JSON (or text), throwing on a non-2xx answer.
  */
 export async function startInProcess(name, env = {}, options = {}) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `engram-${name}-`));
+  // Removed when the bench exits, as every bench's data (unless BENCH_KEEP_DATA=1): a 100k ingest leaves ~250 MB.
+  const dataDir = tempDir(name);
   const adminKey = mintApiKey("local").key;
   const config = loadConfig({
     SERVICE_ADMIN_KEY: adminKey,
